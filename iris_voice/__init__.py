@@ -1,0 +1,3 @@
+"""IRIS: a local, offline voice assistant daemon for the Linux desktop."""
+
+__version__ = "0.1.0"

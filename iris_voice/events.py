@@ -1,0 +1,128 @@
+"""Everything that happens in IRIS, as frozen dataclasses.
+
+Stages publish events; logs, ``iris status``, traces and tests subscribe. Each field
+has a docstring so a subscriber never has to guess a unit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base class of every event."""
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    """A user request entered the chat loop."""
+
+    text: str
+    """What the user said or typed."""
+
+
+@dataclass(frozen=True)
+class ToolCalled(Event):
+    """The model called a tool and IRIS ran it."""
+
+    name: str
+    """Tool name."""
+    arguments: dict[str, Any]
+    """Validated arguments (or as given, when invalid)."""
+    ok: bool
+    """False when the result is an ``Error: …`` for the model."""
+    result: str
+    """What the model read back."""
+    duration_ms: float
+    """Time spent validating and running the tool."""
+
+
+@dataclass(frozen=True)
+class SentenceReady(Event):
+    """A complete sentence of the reply is ready to be spoken."""
+
+    text: str
+    """The sentence, with any tool-call text removed."""
+    index: int
+    """0 for the first sentence of the reply."""
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    """The chat loop produced its final reply."""
+
+    reply: str
+    """The full spoken reply."""
+    execution_path: str
+    """``native``, ``text``, ``fast`` or ``boost``."""
+    trace: dict[str, Any] = field(default_factory=dict)
+    """The turn's trace (see ``iris ask --json``)."""
+
+
+@dataclass(frozen=True)
+class TimerFinished(Event):
+    """A timer or reminder fell due."""
+
+    timer_id: int
+    """Database id of the timer."""
+    kind: str
+    """``timer`` or ``reminder``."""
+    label: str
+    """Timer label or reminder message ("" when none was given)."""
+    due_at: float
+    """When it was due, as a Unix timestamp."""
+    missed: bool
+    """True when it fell due while IRIS was not running."""
+    message: str
+    """A sentence to speak, e.g. "Your pasta timer is done."."""
+
+
+@dataclass(frozen=True)
+class LlmUnavailable(Event):
+    """The language-model server could not be reached or answered with an error."""
+
+    code: str
+    """Stable error code, e.g. ``llm-unreachable``."""
+    detail: str
+    """What failed and how to fix it."""
+
+
+Subscriber = Callable[[Event], Any]
+
+
+class EventBus:
+    """Fan-out of events to subscribers; a failing subscriber never stops the publisher."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._queues: list[asyncio.Queue[Event]] = []
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback(event)`` for every event (it must not block)."""
+        self._subscribers.append(callback)
+
+    def queue(self, maxsize: int = 256) -> asyncio.Queue[Event]:
+        """A bounded queue that receives every event; the oldest is dropped when full."""
+        q: asyncio.Queue[Event] = asyncio.Queue(maxsize)
+        self._queues.append(q)
+        return q
+
+    def publish(self, event: Event) -> None:
+        """Deliver ``event`` to every subscriber and queue."""
+        log.debug("event %s", event)
+        for cb in list(self._subscribers):
+            try:
+                cb(event)
+            except Exception:  # a broken subscriber must not break the pipeline
+                log.exception("event subscriber failed on %s", type(event).__name__)
+        for q in self._queues:
+            if q.full():
+                q.get_nowait()
+            q.put_nowait(event)

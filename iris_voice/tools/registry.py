@@ -1,0 +1,258 @@
+"""The tool registry: typed Python functions become tools with JSON Schemas.
+
+A tool's parameters come from its type hints (``Annotated[int, "description"]`` or a
+pydantic ``Field``), so the schema the model sees and the validation IRIS applies are
+one and the same. Arguments are validated and coerced before the call ("12" -> 12); a
+validation error, an exception inside the tool or an unknown name becomes a
+``ToolResult`` with ``ok=False`` whose text starts with ``Error:`` — never a crash.
+External tools (MCP) register the same way, with a raw schema and an async handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from iris_voice.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a renderer needs to show a tool to a model."""
+
+    name: str
+    """Unique name the model calls, e.g. ``calculator`` or ``time/get_current_time``."""
+    description: str
+    """One or two sentences: what the tool does and when to use it."""
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object (``{"type": "object", "properties": …}``)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call, as the model will read it."""
+
+    name: str
+    """The tool name the model asked for."""
+    arguments: dict[str, Any]
+    """The arguments after validation and coercion (or as given, when invalid)."""
+    ok: bool
+    """False for an unknown tool, invalid arguments or an exception in the tool."""
+    result: str
+    """Text for the model: the tool's answer, or ``Error: …``."""
+    duration_ms: float
+    """Wall time of validation plus the call."""
+    direct: bool = False
+    """True when the tool's answer is a complete sentence that may be spoken as is."""
+
+
+Handler = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: its spec, how to validate arguments and how to run it."""
+
+    spec: ToolSpec
+    """Name, description and JSON Schema."""
+    handler: Handler
+    """Called with the validated keyword arguments; sync handlers run in a thread."""
+    model: type[BaseModel] | None = None
+    """Validates and coerces arguments; None for raw-schema tools that validate themselves."""
+    direct_return: bool = False
+    """The handler returns a complete spoken sentence (see the fast paths)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Free-form facts for listings (source server, category)."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.spec.name
+
+
+def _with_description(annotation: Any) -> Any:
+    """Turn ``Annotated[T, "text"]`` into ``Annotated[T, Field(description="text")]``."""
+    if get_origin(annotation) is Annotated:
+        base, *extras = get_args(annotation)
+        extras = [Field(description=e) if isinstance(e, str) else e for e in extras]
+        return Annotated[(base, *extras)]
+    return annotation
+
+
+def model_from_function(func: Callable[..., Any], name: str) -> type[BaseModel]:
+    """Build a pydantic model whose fields are ``func``'s parameters."""
+    hints = get_type_hints(func, include_extras=True)
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(func).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args/**kwargs cannot be described to a model")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (_with_description(hints.get(pname, str)), default)
+    config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    return create_model(f"{name}_args", __config__=config, **fields)
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Shrink a pydantic JSON Schema: drop titles, inline optionals, keep meaning.
+
+    Every token of tool definitions is paid on each turn of a voice assistant, so
+    ``anyOf: [X, null]`` becomes ``X`` (optional is already said by ``required``) and
+    ``title``/``additionalProperties`` noise goes.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {k: walk(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
+            any_of = node.get("anyOf")
+            if isinstance(any_of, list):
+                non_null = [s for s in any_of if s != {"type": "null"}]
+                if len(non_null) == 1 and len(non_null) < len(any_of):
+                    rest = {k: v for k, v in node.items() if k != "anyOf"}
+                    node = {**non_null[0], **rest}
+            if node.get("default", "x") is None:
+                node.pop("default")
+            return node
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk(schema)
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    if not out.get("required"):
+        out.pop("required", None)
+    return out
+
+
+def describe(func: Callable[..., Any]) -> str:
+    """The first paragraph of a docstring, joined into one line."""
+    doc = inspect.getdoc(func) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def tool_from_function(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    direct_return: bool = False,
+) -> Tool:
+    """Make a Tool from a typed function; its docstring's first paragraph describes it."""
+    tname = name or func.__name__
+    model = model_from_function(func, tname)
+    spec = ToolSpec(tname, description or describe(func), compact_schema(model.model_json_schema()))
+    return Tool(spec=spec, handler=func, model=model, direct_return=direct_return)
+
+
+def format_validation_error(name: str, exc: ValidationError) -> str:
+    """One readable line per problem, naming the argument, for the model to fix."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown argument"
+        parts.append(f"{loc}: {msg}")
+    return f"Error: invalid arguments for {name}: " + "; ".join(parts)
+
+
+class ToolRegistry:
+    """Holds the tools a model may call and runs calls safely."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, tool: Tool) -> Tool:
+        """Add a tool; a second tool with the same name is a programming error."""
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
+
+    def add_function(self, func: Callable[..., Any], **kwargs: Any) -> Tool:
+        """Register a typed function as a tool (see ``tool_from_function``)."""
+        return self.register(tool_from_function(func, **kwargs))
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool if present."""
+        self._tools.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Registered tool names in registration order."""
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """Specs of every tool, for a renderer."""
+        return [t.spec for t in self._tools.values()]
+
+    def filtered(self, enabled: Iterable[str] | None = None, disabled: Iterable[str] = ()) -> ToolRegistry:
+        """A registry holding only the enabled (or all but the disabled) tools."""
+        keep = set(enabled) if enabled is not None else set(self._tools)
+        drop = set(disabled)
+        return ToolRegistry(t for n, t in self._tools.items() if n in keep and n not in drop)
+
+    async def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
+        """Validate and run one call; every failure becomes an ``Error: …`` result."""
+        start = time.perf_counter()
+
+        def done(ok: bool, text: str, args: dict[str, Any], direct: bool = False) -> ToolResult:
+            ms = (time.perf_counter() - start) * 1000
+            return ToolResult(name, args, ok, text, round(ms, 2), direct and ok)
+
+        args: Any = arguments if arguments is not None else {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                return done(False, f"Error: arguments for {name} are not valid JSON ({exc.msg})", {})
+        if not isinstance(args, dict):
+            return done(False, f"Error: arguments for {name} must be a JSON object", {})
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return done(False, f"Error: unknown tool {name!r}. Available tools: {known}", args)
+        kwargs = args
+        if tool.model is not None:
+            try:
+                kwargs = tool.model.model_validate(args).model_dump()
+            except ValidationError as exc:
+                return done(False, format_validation_error(name, exc), args)
+        try:
+            if inspect.iscoroutinefunction(tool.handler):
+                value = await tool.handler(**kwargs)
+            else:
+                value = await asyncio.to_thread(tool.handler, **kwargs)
+            if isinstance(value, Awaitable):
+                value = await value
+        except ToolError as exc:
+            return done(False, f"Error: {exc.message}", kwargs)
+        except Exception as exc:  # a tool's bug must not end the turn
+            log.warning("tool %s raised %s", name, exc, exc_info=True)
+            return done(False, f"Error: {name} failed: {type(exc).__name__}: {exc}", kwargs)
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return done(True, text, kwargs, tool.direct_return)
