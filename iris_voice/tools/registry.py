@@ -237,9 +237,12 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "none"
             return done(False, f"Error: unknown tool {name!r}. Available tools: {known}", args)
         kwargs = args
+        validated: BaseModel | None = None
         if tool.model is not None:
             try:
-                kwargs = tool.model.model_validate(args).model_dump()
+                validated = tool.model.model_validate(args)
+                # Attributes, not model_dump(): nested pydantic parameters stay models.
+                kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
             except ValidationError as exc:
                 return done(False, format_validation_error(name, exc), args)
         try:
@@ -250,9 +253,10 @@ class ToolRegistry:
             if isinstance(value, Awaitable):
                 value = await value
         except ToolError as exc:
-            return done(False, f"Error: {exc.message}", kwargs)
+            return done(False, f"Error: {exc.message}", args)
         except Exception as exc:  # a tool's bug must not end the turn
             log.warning("tool %s raised %s", name, exc, exc_info=True)
-            return done(False, f"Error: {name} failed: {type(exc).__name__}: {exc}", kwargs)
+            return done(False, f"Error: {name} failed: {type(exc).__name__}: {exc}", args)
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return done(True, text, kwargs, tool.direct_return)
+        shown = validated.model_dump(mode="json") if validated is not None else kwargs
+        return done(True, text, shown, tool.direct_return)

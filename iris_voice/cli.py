@@ -1,0 +1,159 @@
+"""The ``iris`` command line.
+
+Exit codes: 0 ok; 1 a tool or check failed; 2 bad usage; 69 the LLM server is
+unavailable (EX_UNAVAILABLE); 78 the configuration is invalid (EX_CONFIG).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from typing import Any
+
+from iris_voice import __version__
+from iris_voice import config as config_mod
+from iris_voice.errors import ConfigError, LlmError
+
+EXIT_TOOL, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_CONFIG = 1, 2, 69, 78
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="iris", description="IRIS, a local voice assistant for the Linux desktop.")
+    p.add_argument("--version", action="version", version=f"iris {__version__}")
+    p.add_argument("--config", metavar="PATH", help="config file (default: $IRIS_CONFIG, ~/.config/iris, /etc/iris)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    cc = sub.add_parser("check-config", help="validate a config file; prints ok or one line per problem")
+    cc.add_argument("path", nargs="?", help="file to check (default: the one IRIS would load)")
+
+    tools = sub.add_parser("tools", help="list, render or call the assistant's tools")
+    tsub = tools.add_subparsers(dest="tools_command", metavar="ACTION", required=True)
+    tl = tsub.add_parser("list", help="the enabled tools")
+    tl.add_argument("--json", action="store_true")
+    ts = tsub.add_parser("schema", help="render the tools for a model")
+    ts.add_argument("--format", default="ollama", choices=("ollama", "openai", "anthropic", "text", "concise", "qwen-xml"))
+    tc = tsub.add_parser("call", help="call a tool with JSON arguments")
+    tc.add_argument("name")
+    tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")
+
+    ask = sub.add_parser("ask", help="one text turn with the assistant")
+    ask.add_argument("text")
+    ask.add_argument("--json", action="store_true", help="print the turn's trace as JSON")
+
+    sub.add_parser("doctor", help="check the Ollama server, the model and its tool support")
+    return p
+
+
+def _load(args: argparse.Namespace) -> config_mod.Config:
+    cfg, _ = config_mod.load(args.config)
+    return cfg
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate a config file."""
+    try:
+        config_mod.load(args.path or args.config)
+    except ConfigError as exc:
+        for line in exc.problems:
+            print(line)
+        return EXIT_CONFIG
+    print("ok")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    """``iris tools list|schema|call``."""
+    from iris_voice.llm.render import render_json
+    from iris_voice.tools.builtin import build_registry
+
+    registry, _ = build_registry(_load(args))
+    if args.tools_command == "list":
+        if args.json:
+            print(json.dumps([s.__dict__ for s in registry.specs()], indent=2))
+        else:
+            for spec in registry.specs():
+                print(f"{spec.name:20} {spec.description}")
+        return 0
+    if args.tools_command == "schema":
+        print(render_json(registry.specs(), args.format))
+        return 0
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        print(json.dumps({"ok": False, "error": f"arguments are not valid JSON: {exc.msg}"}))
+        return EXIT_USAGE
+    if not isinstance(arguments, dict):
+        print(json.dumps({"ok": False, "error": "arguments must be a JSON object"}))
+        return EXIT_USAGE
+    res = asyncio.run(registry.call(args.name, arguments))
+    out: dict[str, Any] = {"ok": res.ok}
+    out["result" if res.ok else "error"] = res.result if res.ok else res.result.removeprefix("Error: ")
+    print(json.dumps(out, ensure_ascii=False))
+    return 0 if res.ok else EXIT_TOOL
+
+
+async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
+    from iris_voice.llm.client import OllamaBackend
+    from iris_voice.llm.loop import ChatLoop
+    from iris_voice.llm.trace import TurnTrace
+    from iris_voice.tools.builtin import build_registry
+
+    registry, _ = build_registry(cfg)
+    loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
+    trace = TurnTrace(text=text)
+    async for sentence in loop.sentences(text, trace):
+        if not as_json:
+            print(sentence, flush=True)
+    if as_json:
+        print(json.dumps(trace.to_dict(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """One turn through the chat loop, in this process."""
+    return asyncio.run(_ask(_load(args), args.text, args.json))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check the server, model, tool support and context size; one line per check."""
+    from iris_voice.llm.doctor import run_checks
+
+    cfg = _load(args)
+    failed = 0
+    for ok, line in asyncio.run(run_checks(cfg)):
+        print(("ok    " if ok else "FAIL  ") + line)
+        failed += not ok
+    return EXIT_TOOL if failed else 0
+
+
+COMMANDS = {"check-config": cmd_check_config, "tools": cmd_tools, "ask": cmd_ask, "doctor": cmd_doctor}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``iris`` command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        for line in exc.problems:
+            print(f"iris: config: {line}", file=sys.stderr)
+        return EXIT_CONFIG
+    except LlmError as exc:
+        print(f"iris: {exc.message} [{exc.code}]", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""The chat backend Protocol and its Ollama adapter.
+
+The loop never imports ``ollama``: it sees ``ChatBackend.stream`` yielding
+``ChatChunk`` objects. Every failure of the server is translated here, once, into an
+``LlmError`` with a stable code and a message that names the address and the fix.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+import ollama
+
+from iris_voice.config import LlmConfig
+from iris_voice.errors import LlmError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChatChunk:
+    """One streamed piece of the model's reply."""
+
+    content: str = ""
+    """Text delta (may be empty)."""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    """Structured calls parsed by the server: (name, arguments)."""
+    done: bool = False
+    """True on the last chunk, which carries the counters below."""
+    prompt_tokens: int = 0
+    """Prompt tokens the server evaluated (cached prefix excluded)."""
+    completion_tokens: int = 0
+    """Tokens the model generated."""
+    prompt_ms: float = 0.0
+    """Server-side prompt evaluation time."""
+    eval_ms: float = 0.0
+    """Server-side generation time."""
+    thinking: str = ""
+    """Reasoning text of thinking models: logged, never spoken."""
+
+
+class ChatBackend(Protocol):
+    """A chat model that streams replies and may call tools."""
+
+    name: str
+    """Address or label for messages and traces."""
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        options: dict[str, Any] | None = None,
+    ) -> AsyncIterator[ChatChunk]:
+        """Stream one reply to ``messages``; tools in Ollama's format or None; ``options``
+        override the configured model options (e.g. ``num_predict`` for a warm-up)."""
+        ...
+
+
+@dataclass
+class ModelInfo:
+    """What ``/api/show`` says about a model."""
+
+    name: str
+    capabilities: list[str] = field(default_factory=list)
+    context_length: int | None = None
+
+
+def translate(exc: BaseException, host: str, model: str) -> LlmError:
+    """Map a client or transport exception to one LlmError (the single place this happens)."""
+    if isinstance(exc, LlmError):
+        return exc
+    if isinstance(exc, ConnectionError | httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError):
+        return LlmError(
+            "llm-unreachable",
+            f"cannot reach the Ollama server at {host}: start it with 'ollama serve' "
+            "or set llm.host / OLLAMA_HOST to where it runs",
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return LlmError("llm-timeout", f"the Ollama server at {host} did not answer in time ({type(exc).__name__})")
+    if isinstance(exc, ollama.ResponseError):
+        text = str(exc.error)
+        if exc.status_code == 404 or "not found" in text:
+            return LlmError("llm-model-missing", f"model {model!r} is not on {host}: run 'ollama pull {model}'")
+        if "does not support tools" in text:
+            return LlmError("llm-no-tools", f"model {model!r} does not support tools ({text})")
+        return LlmError("llm-error", f"the Ollama server at {host} answered {exc.status_code}: {text}")
+    return LlmError("llm-error", f"unexpected error talking to {host}: {type(exc).__name__}: {exc}")
+
+
+class OllamaBackend:
+    """``ChatBackend`` over ``ollama.AsyncClient`` and ``/api/chat`` with explicit timeouts."""
+
+    def __init__(self, cfg: LlmConfig) -> None:
+        self.cfg = cfg
+        self.name = f"{cfg.model} at {cfg.host}"
+        # The ollama client's default timeout is none: a dead server would hang a turn forever.
+        timeout = httpx.Timeout(cfg.request_timeout_s, connect=cfg.connect_timeout_s)
+        self._client = ollama.AsyncClient(host=cfg.host, timeout=timeout)
+
+    def _options(self) -> dict[str, Any]:
+        return {"num_ctx": self.cfg.num_ctx, "temperature": self.cfg.temperature}
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        options: dict[str, Any] | None = None,
+    ) -> AsyncIterator[ChatChunk]:
+        """Stream a reply; raises LlmError for every server or transport failure."""
+        cfg = self.cfg
+        try:
+            parts = await self._client.chat(
+                model=cfg.model,
+                messages=list(messages),
+                tools=list(tools) if tools else None,
+                stream=True,
+                think=cfg.think if cfg.think else None,
+                options={**self._options(), **(options or {})},
+                keep_alive=cfg.keep_alive,
+            )
+            async for part in parts:
+                msg = part.message
+                calls = tuple(
+                    (c.function.name, dict(c.function.arguments or {})) for c in (msg.tool_calls or [])
+                )
+                if part.done:
+                    yield ChatChunk(
+                        content=msg.content or "",
+                        tool_calls=calls,
+                        done=True,
+                        prompt_tokens=part.prompt_eval_count or 0,
+                        completion_tokens=part.eval_count or 0,
+                        prompt_ms=(part.prompt_eval_duration or 0) / 1e6,
+                        eval_ms=(part.eval_duration or 0) / 1e6,
+                    )
+                else:
+                    yield ChatChunk(content=msg.content or "", tool_calls=calls, thinking=msg.thinking or "")
+        except (LlmError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise translate(exc, cfg.host, cfg.model) from exc
+
+    async def version(self) -> str:
+        """The server's version string."""
+        try:
+            async with httpx.AsyncClient(timeout=self.cfg.connect_timeout_s) as http:
+                r = await http.get(f"{self.cfg.host}/api/version")
+                r.raise_for_status()
+                return str(r.json().get("version", "?"))
+        except Exception as exc:
+            raise translate(exc, self.cfg.host, self.cfg.model) from exc
+
+    async def show(self) -> ModelInfo:
+        """Capabilities and context length of the configured model."""
+        try:
+            info = await self._client.show(self.cfg.model)
+        except Exception as exc:
+            raise translate(exc, self.cfg.host, self.cfg.model) from exc
+        model_info = dict(info.modelinfo or {})
+        ctx = next((int(v) for k, v in model_info.items() if k.endswith(".context_length")), None)
+        return ModelInfo(self.cfg.model, list(info.capabilities or []), ctx)

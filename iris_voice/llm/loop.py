@@ -1,0 +1,223 @@
+"""The single-stage tool-calling loop.
+
+One model both decides which tools to call and phrases the answer: stream a reply;
+if it calls tools (structured ``tool_calls``, or a call written as text), run them,
+append the results and ask again — at most ``llm.max_tool_calls`` calls per turn, then
+one last round without tools. The reply is yielded sentence by sentence while the
+model is still writing, with tool-call syntax held back so it is never spoken.
+
+The prompt prefix (system prompt + tools) never changes between turns, so the server
+reuses its prompt cache; history is bounded by turns and tokens and reset when idle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from iris_voice.config import LlmConfig
+from iris_voice.errors import LlmError
+from iris_voice.events import Event, SentenceReady, ToolCalled, TurnFinished, TurnStarted
+from iris_voice.llm.client import ChatBackend
+from iris_voice.llm.render import manifest, render
+from iris_voice.llm.sentences import SentenceSplitter
+from iris_voice.llm.textcalls import SpeakableFilter, extract_calls, strip_markup
+from iris_voice.llm.trace import TurnTrace
+from iris_voice.tools.registry import ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
+
+FALLBACK_REPLY = "Sorry, I could not work that out."
+LIMIT_NOTE = "The tool call limit for this request is reached: answer now from the results above."
+
+
+class ChatLoop:
+    """Runs turns of a conversation against a ``ChatBackend`` with a ``ToolRegistry``."""
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        registry: ToolRegistry,
+        cfg: LlmConfig,
+        publish: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        self.registry = registry
+        self.cfg = cfg
+        self.mode = "text" if cfg.tool_mode == "text" else "native"
+        self._publish = publish or (lambda _e: None)
+        self._clock = clock
+        self.history: list[list[dict[str, Any]]] = []
+        self._last_turn_end = 0.0
+        self._native_tools = render(registry.specs(), "ollama")
+
+    # -- prompt -----------------------------------------------------------------
+    def system_message(self) -> dict[str, Any]:
+        """The constant system message for the current tool mode."""
+        text = self.cfg.system_prompt
+        if self.mode == "text" and len(self.registry):
+            text += "\n\n" + manifest(self.registry.specs(), self.cfg.text_format)
+        return {"role": "system", "content": text}
+
+    def _messages(self, turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [self.system_message(), *(m for t in self.history for m in t), *turn]
+
+    def _remember(self, turn: list[dict[str, Any]]) -> None:
+        if self.cfg.history_turns == 0:
+            return
+        self.history.append(turn)
+        del self.history[: -self.cfg.history_turns]
+        # A rough 4-characters-per-token estimate keeps the context well inside num_ctx.
+        while len(self.history) > 1 and sum(len(json.dumps(t)) for t in self.history) / 4 > self.cfg.history_tokens:
+            self.history.pop(0)
+
+    def reset(self) -> None:
+        """Forget the conversation."""
+        self.history.clear()
+
+    # -- turns ------------------------------------------------------------------
+    async def warmup(self) -> None:
+        """Load the model and fill the server's prompt cache with the constant prefix."""
+        msgs = [self.system_message(), {"role": "user", "content": "Hi"}]
+        tools = self._native_tools if self.mode == "native" and self._native_tools else None
+        try:
+            async for _ in self.backend.stream(msgs, tools, {"num_predict": 1}):
+                pass
+        except LlmError as exc:
+            if exc.code == "llm-no-tools" and self.cfg.tool_mode == "auto":
+                self.mode = "text"
+                await self.warmup()
+                return
+            raise
+
+    async def ask(self, text: str) -> TurnTrace:
+        """Run one turn to the end and return its trace."""
+        trace = TurnTrace(text=text)
+        async for _ in self.sentences(text, trace):
+            pass
+        return trace
+
+    async def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+        """Run one turn, yielding the reply sentence by sentence.
+
+        If the consumer stops early (barge-in), only the sentences it received are
+        kept in the history. LlmError propagates; the failed turn is not remembered.
+        """
+        trace = trace if trace is not None else TurnTrace(text=text)
+        now = self._clock()
+        if self.history and now - self._last_turn_end > self.cfg.history_idle_reset_s:
+            self.reset()
+        self._publish(TurnStarted(text))
+        turn: list[dict[str, Any]] = [{"role": "user", "content": text}]
+        spoken: list[str] = []
+        completed = False
+        try:
+            async for sentence in self._rounds(turn, trace):
+                spoken.append(sentence)
+                self._publish(SentenceReady(sentence, len(spoken) - 1))
+                if trace.first_sentence_ms is None:
+                    trace.first_sentence_ms = trace.elapsed_ms()
+                yield sentence
+            if not spoken:
+                ok = [c for c in trace.tool_calls if c["ok"]]
+                fallback = ok[-1]["result"] if ok else FALLBACK_REPLY
+                spoken.append(fallback)
+                self._publish(SentenceReady(fallback, 0))
+                trace.first_sentence_ms = trace.elapsed_ms()
+                yield fallback
+            completed = True
+        finally:
+            reply = " ".join(spoken)
+            trace.reply = reply
+            trace.execution_path = trace.execution_path or self.mode
+            trace.finish()
+            if spoken and (completed or trace.rounds):
+                turn.append({"role": "assistant", "content": reply})
+                self._remember(turn)
+            self._last_turn_end = self._clock()
+            if completed:
+                self._publish(TurnFinished(reply, trace.execution_path, trace.to_dict()))
+
+    async def _rounds(self, turn: list[dict[str, Any]], trace: TurnTrace) -> AsyncIterator[str]:
+        calls_made = 0
+        limit = self.cfg.max_tool_calls
+        while True:
+            allow_tools = calls_made < limit and len(self.registry) > 0
+            trace.rounds += 1
+            trace.execution_path = self.mode
+            content, structured = "", []
+            async for sentence, chunk_content, chunk_calls in self._one_round(turn, allow_tools, trace):
+                if sentence is not None:
+                    yield sentence
+                content += chunk_content
+                structured.extend(chunk_calls)
+            calls = structured
+            if not calls and allow_tools:
+                found, _ = extract_calls(content, self.registry.names())
+                calls = [(c.name, c.arguments) for c in found]
+            if not calls or not allow_tools:
+                return
+            results: list[ToolResult] = []
+            for name, args in calls:
+                if calls_made >= limit:
+                    break
+                calls_made += 1
+                res = await self.registry.call(name, args)
+                results.append(res)
+                trace.add_call(res)
+                self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
+            self._append_results(turn, content, results)
+            if calls_made >= limit:
+                turn.append({"role": "user", "content": LIMIT_NOTE})
+
+    def _append_results(self, turn: list[dict[str, Any]], content: str, results: list[ToolResult]) -> None:
+        if self.mode == "native":
+            calls = [{"function": {"name": r.name, "arguments": r.arguments}} for r in results]
+            turn.append({"role": "assistant", "content": strip_markup(content), "tool_calls": calls})
+            turn.extend({"role": "tool", "content": r.result, "tool_name": r.name} for r in results)
+        else:
+            # Models without a tool template read results as a user turn, Hermes/Qwen style.
+            turn.append({"role": "assistant", "content": content})
+            body = "\n".join(
+                f"<tool_response>\n{json.dumps({'name': r.name, 'content': r.result}, ensure_ascii=False)}"
+                "\n</tool_response>"
+                for r in results
+            )
+            turn.append({"role": "user", "content": body})
+
+    async def _one_round(self, turn: list[dict[str, Any]], allow_tools: bool, trace: TurnTrace):
+        """Stream one model reply: yields (sentence|None, content delta, structured calls)."""
+        tools = self._native_tools if (self.mode == "native" and allow_tools) else None
+        speak = SpeakableFilter(self.registry.names())
+        splitter = SentenceSplitter()
+        try:
+            stream = self.backend.stream(self._messages(turn), tools)
+            async for chunk in stream:
+                if trace.first_token_ms is None and (chunk.content or chunk.tool_calls):
+                    trace.first_token_ms = trace.elapsed_ms()
+                if chunk.done:
+                    trace.add_tokens(chunk.prompt_tokens, chunk.completion_tokens, chunk.prompt_ms)
+                calls = list(chunk.tool_calls)
+                for sentence in splitter.feed(speak.feed(chunk.content)) if chunk.content else []:
+                    yield sentence, "", []
+                yield None, chunk.content, calls
+        except LlmError as exc:
+            if exc.code == "llm-no-tools" and self.cfg.tool_mode == "auto" and self.mode == "native":
+                log.info("model does not support native tools; switching to text tool mode")
+                self.mode = "text"
+                trace.execution_path = "text"
+                async for item in self._one_round(turn, allow_tools, trace):
+                    yield item
+                return
+            raise
+        for sentence in splitter.feed(speak.flush()):
+            yield sentence, "", []
+        tail = splitter.flush()
+        if tail:
+            tail = strip_markup(tail).strip()
+            if tail:
+                yield tail, "", []

@@ -1,0 +1,257 @@
+"""Spoken time phrases, both ways: "an hour and a half" -> 5400.0, 5400.0 -> "1 hour 30 minutes".
+
+Pure functions, no I/O except reading which time zone the system uses. Speech-to-text
+writes numbers inconsistently ("8 minutes", "eight minutes", "8 min"), so parsing is
+forgiving about form but strict about meaning: anything not fully understood is a
+``ValueError`` whose message lists forms that work, because that message goes back to
+the model (or the user) as the way to fix the request.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import datetime, timedelta, tzinfo
+from datetime import time as dtime
+
+import pytz
+
+MAX_DURATION = 7 * 24 * 3600.0
+"""The longest timer, in seconds; longer ones are almost certainly mishearings."""
+
+DURATION_HELP = "Try '8 minutes', '1h30m', '90 seconds', 'half an hour' or '1:30'."
+WHEN_HELP = "Try 'in 10 minutes', 'at 7 pm', '19:30', 'tomorrow at 9' or 'noon'."
+
+_UNITS = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
+    **dict.fromkeys(("d", "day", "days"), 86400),
+}
+_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+_WORDS = {w: i for i, w in enumerate((_ONES + " sixteen seventeen eighteen nineteen").split())}
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_UNCLEAR = "I couldn't understand"
+_FILLER = {"and", "&", ",", "plus"}
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _words_to_digits(tokens: list[str]) -> list[str]:
+    """Replace spelled-out numbers below 100 by digits: ["twenty", "five"] -> ["25"]."""
+    out: list[str] = []
+    for tok in tokens:
+        prev = int(out[-1]) if out and out[-1].isdigit() else None
+        if prev in _TENS.values() and _WORDS.get(tok, 10) < 10:
+            out[-1] = str(int(out[-1]) + _WORDS[tok])  # "twenty" "five" are one number
+        elif tok in _WORDS or tok in _TENS:
+            out.append(str(_WORDS.get(tok, _TENS.get(tok))))
+        else:
+            out.append(tok)
+    return out
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-case tokens: numbers, words and single punctuation marks."""
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text.lower())  # "twenty-five"
+    return _words_to_digits(re.findall(r"\d+(?:\.\d+)?|[a-z]+|[^\sa-z\d.]", text))
+
+
+def _checked(seconds: float, text: object) -> float:
+    """Apply the limits every duration must respect."""
+    if math.isnan(seconds) or seconds <= 0:
+        raise ValueError(f"The duration {text!r} must be longer than zero. {DURATION_HELP}")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"The duration {text!r} is too long: timers can last at most 7 days.")
+    return float(seconds)
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in a spoken or written duration; ``ValueError`` saying what works otherwise.
+
+    Accepts numbers (seconds), "300", "8 minutes", "8 min", "1h30m", "1 hour 30 minutes",
+    "an hour and a half", "half an hour", "90s", "2.5 hours", "1:30" (m:ss, or h:mm:ss),
+    "five minutes", "twenty five seconds" and a trailing bare number after a unit
+    ("1 minute 30" is 90 s, as people say it).
+    """
+    if isinstance(text, bool):  # bool is an int, but True seconds is a bug upstream
+        raise ValueError(f"The duration {text!r} is not a duration. {DURATION_HELP}")
+    if isinstance(text, int | float):
+        return _checked(float(text), text)
+    raw = str(text).strip().lower().rstrip(".!?").strip()
+    if re.match(r"(-|minus\b|negative\b)", raw):
+        raise ValueError(f"The duration {text!r} must be longer than zero. {DURATION_HELP}")
+    raw = re.sub(r"^(for|about|around)\s+", "", raw)
+    if m := re.fullmatch(r"(\d+):([0-5]\d)(?::([0-5]\d))?", raw):
+        a, b, c = int(m[1]), int(m[2]), m[3]
+        return _checked(a * 3600 + b * 60 + int(c) if c else a * 60 + b, text)
+    total = _sum_tokens(_tokens(raw), text)
+    return _checked(total, text)
+
+
+def _sum_tokens(toks: list[str], text: object) -> float:
+    """Add up ``number unit`` pairs, with the few idioms people use around them."""
+    bad = ValueError(f"{_UNCLEAR} the duration {text!r}. {DURATION_HELP}")
+    total, i, last_unit, pairs = 0.0, 0, 0, 0
+
+    def at(j: int) -> str:
+        return toks[j] if j < len(toks) else ""
+
+    def and_a_half(j: int) -> bool:
+        return toks[j : j + 3] == ["and", "a", "half"]
+
+    while i < len(toks):
+        tok = toks[i]
+        if tok in _FILLER:
+            i += 1
+            continue
+        if tok in ("a", "an") and at(i + 1) in ("half", "quarter"):
+            i += 1  # "a half hour", "a quarter of an hour"
+            tok = toks[i]
+        if tok in ("half", "quarter"):
+            value, i = (0.5 if tok == "half" else 0.25), i + 1
+            i += at(i) == "of"
+            i += at(i) in ("a", "an")
+        elif tok in ("a", "an") and at(i + 1) in _UNITS:
+            value, i = 1.0, i + 1  # "an hour"
+        elif _NUMBER.fullmatch(tok):
+            value, i = float(tok), i + 1
+            if and_a_half(i):  # "one and a half hours"
+                value, i = value + 0.5, i + 3
+        else:
+            raise bad
+        if at(i) in _UNITS:
+            unit, i = _UNITS[toks[i]], i + 1
+        elif i == len(toks) and pairs == 0 and tok not in ("half", "quarter", "a", "an"):
+            unit = 1  # a bare number is seconds
+        elif i == len(toks) and last_unit in (60, 3600):
+            unit = last_unit // 60  # "1 minute 30": the next smaller unit
+        else:
+            raise bad
+        if and_a_half(i):  # "an hour and a half"
+            value, i = value + 0.5, i + 3
+        total, last_unit, pairs = total + value * unit, unit, pairs + 1
+    if pairs == 0:
+        raise bad
+    return total
+
+
+def plural(n: int, word: str) -> str:
+    """Count for speech: "1 minute", "2 minutes" (regular plurals only)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def speak_list(items: list[str]) -> str:
+    """Join for speech: "a", "a and b", "a, b, and c"."""
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + ", and " + items[-1]
+
+
+def speak_duration(seconds: float) -> str:
+    """A duration as it is said: "8 minutes", "1 hour 30 minutes", "45 seconds".
+
+    Rounded to the second, or to the minute from one hour up, because "1 hour 29
+    minutes 58 seconds" is noise when spoken.
+    """
+    if seconds < 0.5:
+        return "less than a second"
+    total = round(seconds)
+    if total >= 3600:
+        total = round(total / 60) * 60
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute"), (secs, "second")]
+    return " ".join(plural(n, w) for n, w in parts if n)
+
+
+def resolve_tz(tz_name: str | None) -> tzinfo:
+    """The named IANA zone, or the system's zone (with its DST rules when it can be found)."""
+    if tz_name:
+        try:
+            return pytz.timezone(tz_name)
+        except pytz.UnknownTimeZoneError:
+            raise ValueError(f"unknown time zone {tz_name!r} (e.g. Europe/Paris)") from None
+    # a fixed UTC offset would put tomorrow's reminder an hour off across a DST change,
+    # so prefer the zone's name: $TZ, then the /etc/localtime symlink
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    if os.path.islink("/etc/localtime"):
+        candidates.append(os.path.realpath("/etc/localtime").partition("zoneinfo/")[2])
+    for name in candidates:
+        if name in pytz.all_timezones_set:
+            return pytz.timezone(name)
+    return datetime.now().astimezone().tzinfo or pytz.utc
+
+
+def _localize(day: datetime, hour: int, minute: int) -> datetime:
+    """Wall-clock ``hour:minute`` on ``day``'s date in ``day``'s zone, DST-correct for pytz."""
+    naive = datetime.combine(day.date(), dtime(hour, minute))
+    tz = day.tzinfo
+    localize = getattr(tz, "localize", None)  # pytz zones must localize, not replace()
+    return localize(naive) if localize else naive.replace(tzinfo=tz)
+
+
+def parse_when(text: str, now: datetime) -> datetime:
+    """The moment a spoken time refers to, after ``now`` (aware), in ``now``'s zone.
+
+    Understands "in 2 hours", "in 10 minutes", "2 hours from now", "at 7 pm", "7:30",
+    "19:30", "at 7:30 am tomorrow", "tomorrow at 9", "noon" and "midnight". A clock
+    time already past today means tomorrow. Without am/pm an hour up to 12 means its
+    next occurrence ("7:30" at 10:00 is 19:30 today), except with "tomorrow", where it
+    is taken as written (morning). ``ValueError`` with the forms that work otherwise.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    bad = ValueError(f"{_UNCLEAR} the time {text!r}. {WHEN_HELP}")
+    s = " ".join(str(text).lower().replace("a.m.", "am").replace("p.m.", "pm").split()).rstrip(".!?")
+    if m := re.fullmatch(r"in (.+)|(.+) from now", s):
+        try:
+            seconds = parse_duration(m[1] or m[2])
+        except ValueError as exc:  # keep "too long"/"zero", replace "couldn't understand"
+            raise (bad if str(exc).startswith(_UNCLEAR) else exc) from None
+        return datetime.fromtimestamp(now.timestamp() + seconds, now.tzinfo)
+    words = " ".join(_tokens(s.replace("o'clock", "").replace(":", " : ")))
+    tomorrow = bool(re.search(r"\btomorrow\b", words))
+    meridiem = "am" if re.search(r"\bmorning\b", words) else None
+    meridiem = "pm" if re.search(r"\b(afternoon|evening|tonight)\b", words) else meridiem
+    drop = r"\b(at|tomorrow|today|tonight|this|in|the|morning|afternoon|evening|oclock)\b"
+    rest = " ".join(re.sub(drop, " ", words).split())
+    if rest in ("noon", "midday", "12 noon"):
+        hours, minute = [12], 0
+    elif rest == "midnight":
+        hours, minute = [0], 0
+    elif m := re.fullmatch(r"(\d{1,2})(?: ?[:.]? ?(\d{2}))? ?(am|pm)?", rest):
+        hour, minute, meridiem = int(m[1]), int(m[2] or 0), m[3] or meridiem
+        if minute > 59 or hour > 23 or (meridiem and not 1 <= hour <= 12):
+            raise bad
+        if meridiem:
+            hours = [hour % 12 + (12 if meridiem == "pm" else 0)]
+        elif 1 <= hour <= 12 and not m[1].startswith("0"):
+            hours = [hour, (hour + 12) % 24]  # "at 7" is the next 7 o'clock, am or pm
+        else:
+            hours = [hour]  # "19:30", "07:30": 24-hour clock
+    else:
+        raise bad
+    if tomorrow:
+        return _localize(now + timedelta(days=1), hours[0], minute)
+    upcoming = [t for t in (_localize(now, h, minute) for h in hours) if t > now]
+    return min(upcoming) if upcoming else _localize(now + timedelta(days=1), hours[0], minute)
+
+
+def speak_clock(moment: datetime) -> str:
+    """``7:00 PM``: the 12-hour clock people say, independent of the C locale."""
+    return f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
+
+
+def speak_when(moment: datetime, now: datetime) -> str:
+    """A moment relative to now: "at 7:00 PM", "tomorrow at 9:00 AM", "on Monday at 3:05 PM"."""
+    days = (moment.date() - now.date()).days
+    clock = speak_clock(moment)
+    if days == 0:
+        return f"at {clock}"
+    if days in (1, -1):
+        return f"{'tomorrow' if days == 1 else 'yesterday'} at {clock}"
+    if -7 < days < 7:
+        return f"on {moment.strftime('%A')} at {clock}"
+    return f"on {moment.strftime('%B')} {moment.day} at {clock}"

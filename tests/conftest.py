@@ -1,0 +1,35 @@
+"""Shared fixtures: the Ollama-protocol test server backed by the real GGUF."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tools.fetch_models import gguf_path
+from tools.testbed import ServerHandle, start_server
+
+NO_TOOLS_MODEL = "qwen-notools"
+"""A second name for the same GGUF whose capabilities lack "tools" (for IRIS's text fallback)."""
+
+
+def _why_no_model() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"llama_cpp is not importable by {sys.executable} (install llama-cpp-python==0.3.36)"
+    if not gguf_path().is_file():
+        return f"the test LLM is missing at {gguf_path()} (run tools/fetch_models.py)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def ollama_server() -> Iterator[ServerHandle]:
+    """One test server for the whole session (loading the model costs seconds), serving
+    ``qwen2.5-coder:1.5b`` and ``qwen-notools``. Skips when the model or llama.cpp is missing."""
+    reason = _why_no_model()
+    if reason:
+        print(f"\nskipping model tests: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    with start_server(extra_args=["--no-tools-model", NO_TOOLS_MODEL]) as server:
+        yield server

@@ -1,0 +1,47 @@
+"""Fakes of IRIS's Protocols for unit tests (the real ones are exercised in test_model_*)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from iris_voice.errors import LlmError
+from iris_voice.llm.client import ChatChunk
+
+
+class ScriptedBackend:
+    """A ChatBackend that replays scripted replies and records every request.
+
+    Each script entry is a reply: a string (streamed in small pieces), a list of
+    ``(name, arguments)`` structured tool calls, or an ``LlmError`` to raise.
+    """
+
+    name = "scripted"
+
+    def __init__(self, *replies: Any, chunk: int = 3, no_tools: bool = False) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self.chunk = chunk
+        self.no_tools = no_tools
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        options: dict[str, Any] | None = None,
+    ) -> AsyncIterator[ChatChunk]:
+        """Replay the next scripted reply."""
+        self.requests.append({"messages": [dict(m) for m in messages], "tools": tools, "options": options})
+        if self.no_tools and tools:
+            raise LlmError("llm-no-tools", "model 'x' does not support tools")
+        if not self.replies:
+            raise AssertionError("the loop asked for more replies than were scripted")
+        reply = self.replies.pop(0)
+        if isinstance(reply, LlmError):
+            raise reply
+        if isinstance(reply, list):
+            yield ChatChunk(tool_calls=tuple(reply))
+        else:
+            for i in range(0, len(reply), self.chunk):
+                yield ChatChunk(content=reply[i : i + self.chunk])
+        yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)

@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""An Ollama-protocol server backed by llama.cpp, for IRIS's tests and demo.
+
+No Ollama binary exists on the test machines, so this serves one GGUF through the parts of
+Ollama's HTTP API that IRIS uses (``/``, ``/api/version``, ``/api/tags``, ``/api/show``,
+``/api/ps``, ``/api/chat``) with Ollama's wire format, status codes and error texts. The
+prompt is built with the GGUF's own chat template; one ``Llama`` instance is reused so
+llama-cpp-python's longest-prefix KV reuse gives real prompt caching between turns.
+
+    python tools/ollama_server.py --model-path GGUF [--model NAME ...] [--no-tools-model NAME ...]
+        [--host 127.0.0.1] [--port 0] [--n-ctx 4096] [--threads 2]
+
+Prints exactly one line, ``listening on http://HOST:PORT``, once the model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+if __package__:
+    from . import ollama_proto as proto
+    from .fetch_models import gguf_path
+else:  # run as a script: tools/ itself is sys.path[0]
+    import ollama_proto as proto
+    from fetch_models import gguf_path
+
+log = logging.getLogger("ollama_server")
+
+OLLAMA_VERSION = "0.12.0"
+DEFAULT_MODEL = "qwen2.5-coder:1.5b"
+FOREVER = 292 * 365.25 * 86400  # Ollama turns a negative keep_alive into MaxInt64 ns ≈ 292 years
+
+
+@dataclass(frozen=True)
+class Job:
+    """One chat generation, as handed to the :class:`Engine`."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    options: proto.ChatOptions
+    t_request: float
+    """``perf_counter()`` when the request arrived: load and total durations count from here."""
+
+
+class _TokenClock:
+    """A llama stopping criterion that never stops: it counts sampled tokens and notes when
+    the first one was sampled (the end of prompt evaluation)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: float | None = None
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        self.count += 1
+        if self.first is None:
+            self.first = time.perf_counter()
+        return False
+
+
+class Engine:
+    """One llama.cpp model behind one lock, used only from a single worker thread.
+
+    The event loop never runs the model: a generation runs in the worker and hands its
+    pieces to the request's asyncio queue with ``call_soon_threadsafe``.
+    """
+
+    def __init__(self, model_path: Path, *, n_ctx: int, threads: int) -> None:
+        import llama_cpp  # heavy (loads libllama); only the server process needs it
+
+        self._llama_cpp = llama_cpp
+        self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+        self._active: dict[threading.Event, asyncio.Queue] = {}  # for cancel_all
+        self.model_path, self.threads, self.default_ctx = model_path, threads, n_ctx
+        st = model_path.stat()
+        self.size, self.modified = st.st_size, st.st_mtime
+        self.llm: Any = None
+        self.n_ctx = 0
+        self._load(n_ctx)
+        self.metadata: dict[str, str] = dict(self.llm.metadata)
+        self.template = proto.ChatTemplate(self.metadata["tokenizer.chat_template"])
+        arch = self.metadata.get("general.architecture", "")
+        self.ctx_train = int(self.metadata.get(f"{arch}.context_length", n_ctx))
+        self.n_params = int(llama_cpp.llama_model_n_params(self.llm.model))
+
+    def _load(self, n_ctx: int) -> float:
+        t = time.perf_counter()
+        if self.llm is not None:
+            self.llm.close()  # free the old weights and KV cache first: never two copies in memory
+            self.llm = None
+        self.llm = self._llama_cpp.Llama(
+            str(self.model_path),
+            n_ctx=n_ctx,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            n_batch=512,
+            verbose=False,
+        )
+        self.n_ctx = n_ctx
+        dt = time.perf_counter() - t
+        log.info("loaded %s (n_ctx=%d) in %.2f s", self.model_path.name, n_ctx, dt)
+        return dt
+
+    def cancel_all(self) -> None:
+        """Stop every generation (at shutdown): workers stop at their next token and each
+        waiting request gets an error line now rather than when the worker notices."""
+        for stop, queue in list(self._active.items()):
+            stop.set()
+            queue.put_nowait(("error", "server is shutting down"))
+            queue.put_nowait(("end", None))
+
+    def close(self, timeout: float) -> bool:
+        """Stop generating and free the model; ``False`` if the worker is still busy after ``timeout``."""
+        for stop in list(self._active):  # the loop is gone: only the workers need telling
+            stop.set()
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        try:
+            self.llm.close()
+        finally:
+            self._lock.release()
+        return True
+
+    async def stream(self, job: Job) -> AsyncIterator[tuple[str, Any]]:
+        """Run ``job`` in the worker; yield ``("text", delta)``, then ``("done", stats)`` or
+        ``("error", message)``. Leaving the iteration early stops the generation."""
+        loop = asyncio.get_running_loop()
+        # Unbounded yet bounded: one item per generated token, so never more than n_ctx items.
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def emit(kind: str, value: Any = None) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                stop.set()
+
+        def work() -> None:
+            try:
+                self._generate(job, emit, stop)
+            except Exception as exc:
+                log.exception("generation failed")
+                emit("error", f"{type(exc).__name__}: {exc}")
+            finally:
+                emit("end")
+
+        self._active[stop] = queue
+        loop.run_in_executor(self._worker, work)
+        try:
+            while (item := await queue.get())[0] != "end":
+                yield item
+        finally:
+            stop.set()  # finished, failed or the client went away: the worker stops at its next token
+            self._active.pop(stop, None)
+
+    def _generate(self, job: Job, emit: Any, stop: threading.Event) -> None:
+        with self._lock:
+            if stop.is_set():
+                return
+            opts = job.options
+            n_ctx = min(max(opts.num_ctx or self.default_ctx, 256), self.ctx_train)
+            if n_ctx != self.n_ctx:
+                self._load(n_ctx)  # Ollama restarts the runner when num_ctx changes; so do we
+            tokens = self._prompt_tokens(job)
+            cached = self._cached_prefix(tokens)
+            clock = _TokenClock()
+            t_start = time.perf_counter()
+            # One Llama for every request: create_completion reuses the longest common prefix of
+            # the KV cache, which is what makes the second turn of a conversation cheap.
+            stream = self.llm.create_completion(
+                tokens,
+                max_tokens=opts.num_predict or -1,
+                temperature=opts.temperature,
+                top_p=opts.top_p,
+                top_k=opts.top_k,
+                min_p=opts.min_p,
+                repeat_penalty=opts.repeat_penalty,
+                seed=opts.seed,
+                stop=list(opts.stop),
+                stream=True,
+                stopping_criteria=self._llama_cpp.StoppingCriteriaList([clock]),
+            )
+            reason = "stop"
+            try:
+                for chunk in stream:
+                    choice = chunk["choices"][0]
+                    if choice["text"]:
+                        emit("text", choice["text"])
+                    reason = choice.get("finish_reason") or reason
+                    if stop.is_set():
+                        break
+            finally:
+                stream.close()
+            t_end = time.perf_counter()
+        t_first = clock.first or t_end
+        evaluated = len(tokens) - cached
+        # In streaming mode llama-cpp-python samples one token past max_tokens before it stops.
+        generated = min(clock.count, opts.num_predict or clock.count)
+        log.info(
+            "prompt %d tokens (%d cached, %d evaluated in %.2f s), %d generated in %.2f s (%.1f tok/s), %s",
+            len(tokens),
+            cached,
+            evaluated,
+            t_first - t_start,
+            generated,
+            t_end - t_first,
+            generated / max(t_end - t_first, 1e-9),
+            reason,
+        )
+        emit(
+            "done",
+            {
+                "done_reason": reason,
+                "load_duration": proto.ns(t_start - job.t_request),
+                "prompt_eval_count": evaluated,
+                "prompt_eval_duration": proto.ns(t_first - t_start),
+                "eval_count": generated,
+                "eval_duration": proto.ns(t_end - t_first),
+            },
+        )
+
+    def _tokenize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+        text = self.template.render(messages, tools)
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def _prompt_tokens(self, job: Job) -> list[int]:
+        """Render and tokenize, truncating like Ollama when the prompt does not fit."""
+        limit = self.n_ctx - min(512, self.n_ctx // 8)  # leave room to answer
+        tokens = self._tokenize(job.messages, job.tools)
+        msgs = job.messages
+        # Ollama's chatPrompt: drop the oldest messages but keep system messages and the last one.
+        for start in range(1, len(msgs)):
+            if len(tokens) <= limit:
+                break
+            kept = [m for m in msgs[:start] if m["role"] == "system"] + msgs[start:]
+            tokens = self._tokenize(kept, job.tools)
+        if len(tokens) > limit:
+            # Then the runner's cut: keep a few leading tokens and the tail. This is how an
+            # overflow silently loses the system prompt and the tool definitions.
+            log.warning("prompt of %d tokens exceeds num_ctx %d: truncating", len(tokens), self.n_ctx)
+            tokens = tokens[:4] + tokens[len(tokens) - (limit - 4) :]
+        return tokens
+
+    def _cached_prefix(self, tokens: list[int]) -> int:
+        """How many leading prompt tokens llama-cpp-python will take from the KV cache
+        (same rule as ``Llama.generate``: a fully cached prompt still re-evaluates its last token)."""
+        n = 0
+        for a, b in zip(self.llm.input_ids[: self.llm.n_tokens].tolist(), tokens, strict=False):
+            if a != b:
+                break
+            n += 1
+        return n - 1 if n == len(tokens) and n > 0 else n
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One name under which the GGUF is served."""
+
+    name: str
+    """Canonical display name, e.g. ``qwen2.5-coder:1.5b`` or ``qwen-notools:latest``."""
+    tools: bool
+    """Whether the name advertises (and accepts) tools."""
+    digest: str
+    """A stable 64-hex digest, distinct per name like Ollama's manifest digests."""
+
+
+class OllamaApp:
+    """The HTTP layer: validation, model lookup and response shaping around an :class:`Engine`."""
+
+    def __init__(self, engine: Engine, models: list[ServedModel]) -> None:
+        self.engine = engine
+        self.models = {m.name: m for m in models}
+        self.loaded: dict[str, float] = {}  # name → expiry (epoch seconds), for /api/ps
+        routes = [
+            Route("/", self.root, methods=["GET"]),
+            Route("/api/version", self.version, methods=["GET"]),
+            Route("/api/tags", self.tags, methods=["GET"]),
+            Route("/api/ps", self.ps, methods=["GET"]),
+            Route("/api/show", self.show, methods=["POST"]),
+            Route("/api/chat", self.chat, methods=["POST"]),
+        ]
+        self.asgi = Starlette(routes=routes)
+
+    # --- metadata endpoints ---------------------------------------------------------------------
+
+    def _describe(self, m: ServedModel) -> dict[str, Any]:
+        return proto.model_entry(
+            m.name, m.digest, self.engine.size, self.engine.modified, self.engine.metadata
+        )
+
+    async def root(self, request: Request) -> Response:
+        """``GET /``: the liveness probe Ollama answers."""
+        return PlainTextResponse("Ollama is running")
+
+    async def version(self, request: Request) -> Response:
+        """``GET /api/version``."""
+        return JSONResponse({"version": OLLAMA_VERSION})
+
+    async def tags(self, request: Request) -> Response:
+        """``GET /api/tags``: every served name."""
+        return JSONResponse({"models": [self._describe(m) for m in self.models.values()]})
+
+    async def ps(self, request: Request) -> Response:
+        """``GET /api/ps``: names used recently whose keep_alive has not run out."""
+        now, ctx = time.time(), self.engine.n_ctx
+        out = [
+            {
+                **self._describe(self.models[n]),
+                "expires_at": proto.rfc3339(t),
+                "size_vram": 0,
+                "context_length": ctx,
+            }
+            for n, t in self.loaded.items()
+            if t > now
+        ]
+        return JSONResponse({"models": out})
+
+    async def show(self, request: Request) -> Response:
+        """``POST /api/show``: template, parameters, details, model_info and capabilities."""
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        name = body.get("model") or body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name:
+            return _error(400, "model is required")
+        m = self.models.get(proto.canonical_name(name))
+        if m is None:
+            return _error(404, f"model '{name}' not found")
+        eng = self.engine
+        body = proto.show_body(
+            m.name, m.tools, eng.metadata, eng.template.source, str(eng.model_path), eng.modified
+        )
+        body["model_info"]["general.parameter_count"] = eng.n_params  # computed by Ollama, not a GGUF key
+        return JSONResponse(body)
+
+    # --- chat ------------------------------------------------------------------------------------
+
+    def _touch(self, name: str, keep_alive: float | None) -> None:
+        # Ollama keeps a runner per model; here the names share one Llama, only /api/ps differs.
+        if keep_alive == 0:
+            self.loaded.pop(name, None)
+        else:
+            self.loaded[name] = time.time() + (FOREVER if keep_alive is None else keep_alive)
+
+    async def chat(self, request: Request) -> Response:
+        """``POST /api/chat``: NDJSON stream by default, one JSON object with ``stream: false``."""
+        t0 = time.perf_counter()
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            req = proto.parse_chat_request(body)
+        except proto.ProtocolError as exc:
+            return _error(exc.status, exc.message)
+        m = self.models.get(proto.canonical_name(req.model))
+        if m is None:
+            return _error(404, f'model "{req.model}" not found, try pulling it first')
+        # Same order of checks as Ollama's ChatHandler: thinking first, then the capabilities.
+        if req.think:
+            return _error(400, f'"{req.model}" does not support thinking')
+        if req.tools and not m.tools:
+            return _error(400, f"{proto.registry_name(req.model)} does not support tools")
+        self._touch(m.name, req.keep_alive)
+        if not req.messages:  # Ollama's way to preload (or, with keep_alive 0, unload) a model
+            return JSONResponse(
+                proto.chat_final(req.model, {"done_reason": "unload" if req.keep_alive == 0 else "load"})
+            )
+        job = Job(messages=req.messages, tools=req.tools, options=req.options, t_request=t0)
+        events = self._events(req, job)
+        if req.stream:
+            lines = (json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" async for o in events)
+            return StreamingResponse(lines, media_type="application/x-ndjson")
+        # stream: false gets the same pieces merged into one object, as Ollama does.
+        content, calls = [], []
+        async for obj in events:
+            if "error" in obj:
+                return _error(500, obj["error"])
+            content.append(obj["message"]["content"])
+            calls.extend(obj["message"].get("tool_calls", []))
+            if obj["done"]:
+                message = {"role": "assistant", "content": "".join(content)}
+                return JSONResponse({**obj, "message": message | ({"tool_calls": calls} if calls else {})})
+        return _error(500, "generation ended without a result")
+
+    async def _events(self, req: proto.ChatRequest, job: Job) -> AsyncIterator[dict[str, Any]]:
+        """Engine output → Ollama response objects, with the ``<tool_call>`` filter applied."""
+        tool_filter = proto.ToolCallFilter(bool(req.tools))
+        try:
+            async for kind, value in self.engine.stream(job):
+                if kind == "text":
+                    out = tool_filter.feed(value)
+                    if out:
+                        yield proto.chat_chunk(req.model, out)
+                elif kind == "error":
+                    yield {"error": value}
+                    return
+                else:  # "done"
+                    rest, calls = tool_filter.finish()
+                    if calls:
+                        yield proto.chat_chunk(req.model, "", calls)
+                    if rest:
+                        yield proto.chat_chunk(req.model, rest)
+                    value["total_duration"] = proto.ns(time.perf_counter() - job.t_request)
+                    yield proto.chat_final(req.model, value)
+        finally:
+            # The keep_alive clock starts when the request ends, as in Ollama's scheduler.
+            self._touch(self.models[proto.canonical_name(req.model)].name, req.keep_alive)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return _error(400, "missing request body")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return _error(400, f"invalid JSON: {exc}")
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _digest(name: str, model_path: Path) -> str:
+    # Hashing 1 GB at every start would cost seconds; the assembler's stamp (or size+mtime) is stable enough.
+    stamp = model_path.with_suffix(".sha256")
+    st = model_path.stat()
+    base = stamp.read_text().strip() if stamp.exists() else f"{model_path}:{st.st_size}:{st.st_mtime_ns}"
+    return hashlib.sha256(f"{name}\0{base}".encode()).hexdigest()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal capture: we install loop signal handlers ourselves,
+    because uvicorn re-raises a captured SIGTERM after serving, which skips our cleanup."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        """No-op: signals are handled by :func:`_serve`."""
+        yield
+
+
+async def _serve(server: _Server, sock: socket.socket, engine: Engine) -> None:
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        engine.cancel_all()  # end running generations so the graceful shutdown is quick
+        server.force_exit = server.should_exit  # a second signal skips waiting for connections
+        server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
+    await server.serve(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)  # listening before we announce the port, so early clients queue instead of failing
+    return sock
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the CLI, load the model, serve until SIGTERM/SIGINT."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model-path", type=Path, help="GGUF file (default: tools/fetch_models.py's location)")
+    p.add_argument("--model", action="append", default=[], help=f"served name (default {DEFAULT_MODEL})")
+    p.add_argument(
+        "--no-tools-model", action="append", default=[], help="extra name without the tools capability"
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument(
+        "--n-ctx", type=int, default=4096, help="context loaded at start and used when num_ctx is unset"
+    )
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--verbose", action="store_true", help="debug logging")
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    model_path = args.model_path or gguf_path()
+    if not model_path.is_file():
+        p.error(f"model file not found: {model_path}")
+    engine = Engine(model_path, n_ctx=args.n_ctx, threads=args.threads)
+    served = [
+        ServedModel(proto.canonical_name(n), True, _digest(n, model_path))
+        for n in args.model or [DEFAULT_MODEL]
+    ]
+    served += [
+        ServedModel(proto.canonical_name(n), False, _digest(n, model_path)) for n in args.no_tools_model
+    ]
+    app = OllamaApp(engine, served)
+    sock = _bind(args.host, args.port)
+    config = uvicorn.Config(
+        app.asgi, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+    )
+    host, port = sock.getsockname()[:2]
+    print(f"listening on http://{host if ':' not in host else f'[{host}]'}:{port}", flush=True)
+    asyncio.run(_serve(_Server(config), sock, engine))
+    if not engine.close(timeout=2.0):
+        log.warning("generation still running at exit; leaving without cleanup")
+        sys.stderr.flush()
+        os._exit(0)  # a llama_decode in flight cannot be interrupted, and the worker thread would block exit
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

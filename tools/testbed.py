@@ -1,0 +1,111 @@
+"""Start the Ollama-protocol test server (tools/ollama_server.py) as a subprocess.
+
+Tests, the demo and the benchmarks share this: the server loads the GGUF, announces its
+port on stdout as ``listening on http://HOST:PORT``, and is stopped with SIGTERM (SIGKILL
+if it does not exit in time)::
+
+    with start_server() as server:
+        client = ollama.AsyncClient(host=server.url)
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__:
+    from .fetch_models import gguf_path
+else:  # imported with tools/ itself on sys.path
+    from fetch_models import gguf_path
+
+SERVER = Path(__file__).resolve().parent / "ollama_server.py"
+_LISTENING = re.compile(r"^listening on (http://\S+?:(\d+))$")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (prefer ``--port 0`` where the server picks)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServerHandle:
+    """A running test server; a context manager that stops it on exit."""
+
+    process: subprocess.Popen
+    """The server process."""
+    url: str
+    """Base URL for ``ollama.AsyncClient(host=…)`` / ``OLLAMA_HOST``."""
+    port: int
+    """The TCP port it listens on."""
+    output: list[str] = field(default_factory=list)
+    """Lines the server printed on stdout after the announcement (drained so the pipe never fills)."""
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _pump(stream, lines: queue.Queue, sink: list[str]) -> None:
+    # Runs for the server's lifetime: hands the first lines to start_server, keeps the rest.
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+        sink.append(line.rstrip("\n"))
+    lines.put(None)
+
+
+def start_server(
+    model_path: str | os.PathLike | None = None, *, extra_args: Sequence[str] = (), timeout: float = 180
+) -> ServerHandle:
+    """Start the server on a free port and wait until it announces it is listening.
+
+    ``model_path`` defaults to the GGUF assembled by tools/fetch_models.py. Raises
+    ``RuntimeError`` if the server exits or stays silent for ``timeout`` seconds.
+    """
+    if model_path is None:
+        model_path = gguf_path()
+    cmd = [sys.executable, str(SERVER), "--model-path", str(model_path), "--port", "0", *extra_args]
+    # stderr is inherited: the server's log (load time, per-request timings) lands in the caller's output.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
+    lines: queue.Queue[str | None] = queue.Queue()
+    output: list[str] = []
+    threading.Thread(target=_pump, args=(proc.stdout, lines, output), daemon=True).start()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line is None:
+                raise RuntimeError(f"test server exited with code {proc.wait()} before listening: {cmd}")
+            if m := _LISTENING.match(line):
+                output.clear()
+                return ServerHandle(proc, m.group(1), int(m.group(2)), output)
+    except BaseException as exc:
+        proc.kill()
+        proc.wait()
+        if isinstance(exc, queue.Empty):
+            raise RuntimeError(f"test server did not start within {timeout} s: {cmd}") from None
+        raise
