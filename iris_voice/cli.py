@@ -21,9 +21,13 @@ EXIT_TOOL, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_CONFIG = 1, 2, 69, 78
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="iris", description="IRIS, a local voice assistant for the Linux desktop.")
+    p = argparse.ArgumentParser(
+        prog="iris", description="IRIS, a local voice assistant for the Linux desktop."
+    )
     p.add_argument("--version", action="version", version=f"iris {__version__}")
-    p.add_argument("--config", metavar="PATH", help="config file (default: $IRIS_CONFIG, ~/.config/iris, /etc/iris)")
+    p.add_argument(
+        "--config", metavar="PATH", help="config file (default: $IRIS_CONFIG, ~/.config/iris, /etc/iris)"
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -35,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     tl = tsub.add_parser("list", help="the enabled tools")
     tl.add_argument("--json", action="store_true")
     ts = tsub.add_parser("schema", help="render the tools for a model")
-    ts.add_argument("--format", default="ollama", choices=("ollama", "openai", "anthropic", "text", "concise", "qwen-xml"))
+    ts.add_argument(
+        "--format", default="ollama", choices=("ollama", "openai", "anthropic", "text", "concise", "qwen-xml")
+    )
     tc = tsub.add_parser("call", help="call a tool with JSON arguments")
     tc.add_argument("name")
     tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from iris_voice import config
 from iris_voice.cli import main
@@ -72,7 +73,7 @@ def test_missing_explicit_file_is_an_error(tmp_path):
 
 def test_config_is_frozen():
     cfg = config.Config()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         cfg.llm.model = "x"  # type: ignore[misc]
 
 

@@ -7,7 +7,7 @@ import pytest
 from iris_voice.config import LlmConfig
 from iris_voice.errors import LlmError
 from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished
-from iris_voice.llm.loop import FALLBACK_REPLY, ChatLoop
+from iris_voice.llm.loop import FALLBACK_REPLY, LIMIT_NOTE, ChatLoop
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 
@@ -36,7 +36,12 @@ async def test_plain_answer_streams_sentences_without_tools_called():
     loop, backend, events = make("Hello there. I am IRIS, your assistant.")
     got = [s async for s in loop.sentences("hi")]
     assert got == ["Hello there.", "I am IRIS, your assistant."]
-    assert [type(e).__name__ for e in events] == ["TurnStarted", "SentenceReady", "SentenceReady", "TurnFinished"]
+    assert [type(e).__name__ for e in events] == [
+        "TurnStarted",
+        "SentenceReady",
+        "SentenceReady",
+        "TurnFinished",
+    ]
     assert backend.requests[0]["tools"][0]["function"]["name"] == "multiply"
 
 
@@ -79,7 +84,7 @@ async def test_call_limit_then_final_answer_without_tools():
     trace = await loop.ask("loop forever")
     assert len(trace.tool_calls) == 2 and trace.reply == "Done."
     assert backend.requests[2]["tools"] is None
-    assert "limit" in backend.requests[2]["messages"][-1]["content"]
+    assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
 async def test_unknown_tool_is_an_error_result_not_a_crash():
@@ -119,11 +124,19 @@ async def test_prefix_is_stable_and_history_is_kept():
 async def test_history_bounded_and_reset_when_idle():
     now = [0.0]
     backend = ScriptedBackend(*[f"Answer {i}." for i in range(6)])
-    loop = ChatLoop(backend, registry(), LlmConfig(history_turns=2, history_idle_reset_s=60), clock=lambda: now[0])
+    loop = ChatLoop(
+        backend, registry(), LlmConfig(history_turns=2, history_idle_reset_s=60), clock=lambda: now[0]
+    )
     for i in range(4):
         await loop.ask(f"q{i}")
     assert len(loop.history) == 2
-    assert [m["content"] for m in backend.requests[3]["messages"][1:]] == ["q1", "Answer 1.", "q2", "Answer 2.", "q3"]
+    assert [m["content"] for m in backend.requests[3]["messages"][1:]] == [
+        "q1",
+        "Answer 1.",
+        "q2",
+        "Answer 2.",
+        "q3",
+    ]
     now[0] = 1000.0
     await loop.ask("after lunch")
     assert [m["content"] for m in backend.requests[4]["messages"][1:]] == ["after lunch"]
@@ -148,3 +161,20 @@ async def test_server_error_propagates_and_turn_is_forgotten():
     with pytest.raises(LlmError):
         await loop.ask("hello")
     assert loop.history == []
+
+
+async def test_repeated_identical_call_is_not_run_again():
+    call = [("multiply", {"a": 23, "b": 47})]
+    loop, backend, _ = make(call, call, "It is 1081.")
+    trace = await loop.ask("23 times 47")
+    assert len(trace.tool_calls) == 1 and trace.reply == "It is 1081."
+    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
+
+
+async def test_tools_tag_wrapper_is_a_call_and_never_spoken():
+    wrapped = '<tools>\n{"name": "multiply", "arguments": {"a": 2, "b": 5}}\n</tools>'
+    loop, _, _ = make(wrapped, "<tools>\n\n</tools>\n")
+    trace = await loop.ask("2 times 5")
+    assert trace.tool_calls[0]["result"] == "10"
+    assert trace.reply == "10"  # nothing speakable came back: the tool's own result is spoken

@@ -33,7 +33,14 @@ from iris_voice.llm.loop import ChatLoop  # noqa: E402
 from iris_voice.llm.render import FORMATS, render  # noqa: E402
 from iris_voice.tools.builtin import build_registry  # noqa: E402
 
-T, C, S, L, X, R = "get_current_time", "calculator", "set_timer", "list_timers", "cancel_timer", "set_reminder"
+T, C, S, L, X, R = (
+    "get_current_time",
+    "calculator",
+    "set_timer",
+    "list_timers",
+    "cancel_timer",
+    "set_reminder",
+)
 # (phrasing, expected tool or None, a check on the arguments)
 CASES = [
     ("What time is it in Tokyo?", T, lambda a: "tokyo" in str(a).lower()),
@@ -106,14 +113,18 @@ async def accuracy(cfg: Config, mode: str, cases) -> tuple[int, list[float], lis
         if judge(trace, tool, check):
             good += 1
         else:
-            misses.append(f"{text!r}: expected {tool}, got {[(c['name'], c['arguments']) for c in trace.tool_calls]}")
+            misses.append(
+                f"{text!r}: expected {tool}, got {[(c['name'], c['arguments']) for c in trace.tool_calls]}"
+            )
     return good, times, misses
 
 
 async def cache_reuse(cfg: Config) -> tuple[float, float]:
     """Prompt-phase ms of turn 1 (cold prefix) and turn 2 of the same conversation."""
     # A unique line in the system prompt makes turn 1 pay the whole prefix.
-    llm = cfg.llm.model_copy(update={"system_prompt": cfg.llm.system_prompt + f"\n(session {uuid.uuid4().hex})"})
+    llm = cfg.llm.model_copy(
+        update={"system_prompt": cfg.llm.system_prompt + f"\n(session {uuid.uuid4().hex})"}
+    )
     registry, _ = build_registry(cfg)
     loop = ChatLoop(OllamaBackend(llm), registry, llm)
     t1 = await loop.ask("Tell me a short fun fact about octopuses.")
@@ -137,7 +148,10 @@ async def run(host: str, model: str, model_path: Path | None, quick: bool) -> No
     print(f"\n== Tool-call accuracy over {len(cases)} phrasings")
     for mode in ("native", "text"):
         good, times, misses = await accuracy(cfg, mode, cases)
-        print(f"  {mode:6} {good}/{len(cases)} = {good / len(cases):.0%}   median turn {statistics.median(times):.0f} ms")
+        print(
+            f"  {mode:6} {good}/{len(cases)} = {good / len(cases):.0%}"
+            f"   median turn {statistics.median(times):.0f} ms"
+        )
         for m in misses:
             print(f"         miss: {m}")
     cold, warm = await cache_reuse(cfg)

@@ -79,7 +79,8 @@ def main() -> int:
             print(
                 f"  path={trace['execution_path']} rounds={trace['rounds']} "
                 f"tokens={trace['tokens']['prompt']}+{trace['tokens']['completion']} "
-                f"first_token={t['first_token']} ms first_sentence={t['first_sentence']} ms total={t['total']} ms"
+                f"first_token={t['first_token']} ms first_sentence={t['first_sentence']} ms "
+                f"total={t['total']} ms"
             )
         print(f"\n{len(QUESTIONS) - failures} of {len(QUESTIONS)} questions answered.")
         return 1 if failures else 0

@@ -49,8 +49,19 @@ def _sha256(path: Path) -> str:
 
 def _download(pkg_dir: Path) -> None:
     pkg_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--quiet",
-           "-r", str(REQUIREMENTS), "-d", str(pkg_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--require-hashes",
+        "--quiet",
+        "-r",
+        str(REQUIREMENTS),
+        "-d",
+        str(pkg_dir),
+    ]
     subprocess.run(cmd, check=True)
 
 

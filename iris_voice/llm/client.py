@@ -80,11 +80,15 @@ def translate(exc: BaseException, host: str, model: str) -> LlmError:
             "or set llm.host / OLLAMA_HOST to where it runs",
         )
     if isinstance(exc, httpx.TimeoutException):
-        return LlmError("llm-timeout", f"the Ollama server at {host} did not answer in time ({type(exc).__name__})")
+        return LlmError(
+            "llm-timeout", f"the Ollama server at {host} did not answer in time ({type(exc).__name__})"
+        )
     if isinstance(exc, ollama.ResponseError):
         text = str(exc.error)
         if exc.status_code == 404 or "not found" in text:
-            return LlmError("llm-model-missing", f"model {model!r} is not on {host}: run 'ollama pull {model}'")
+            return LlmError(
+                "llm-model-missing", f"model {model!r} is not on {host}: run 'ollama pull {model}'"
+            )
         if "does not support tools" in text:
             return LlmError("llm-no-tools", f"model {model!r} does not support tools ({text})")
         return LlmError("llm-error", f"the Ollama server at {host} answered {exc.status_code}: {text}")

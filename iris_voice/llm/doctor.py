@@ -25,12 +25,19 @@ async def run_checks(cfg: Config) -> list[tuple[bool, str]]:
     if "tools" in info.capabilities:
         results.append((True, "tool calling: native (the model's template supports tools)"))
     elif cfg.llm.tool_mode == "native":
-        results.append((False, "tool calling: the model has no tool support; set llm.tool_mode = \"auto\" or \"text\""))
+        results.append(
+            (False, 'tool calling: the model has no tool support; set llm.tool_mode = "auto" or "text"')
+        )
     else:
-        results.append((True, f"tool calling: text mode ({cfg.llm.text_format}); the model has no native tool support"))
+        results.append(
+            (True, f"tool calling: text mode ({cfg.llm.text_format}); the model has no native tool support")
+        )
     if info.context_length and cfg.llm.num_ctx > info.context_length:
         results.append(
-            (False, f"num_ctx: {cfg.llm.num_ctx} exceeds the model's {info.context_length}; lower llm.num_ctx")
+            (
+                False,
+                f"num_ctx: {cfg.llm.num_ctx} exceeds the model's {info.context_length}; lower llm.num_ctx",
+            )
         )
     else:
         limit = f" (model maximum {info.context_length})" if info.context_length else ""

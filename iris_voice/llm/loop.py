@@ -31,7 +31,7 @@ from iris_voice.tools.registry import ToolRegistry, ToolResult
 log = logging.getLogger(__name__)
 
 FALLBACK_REPLY = "Sorry, I could not work that out."
-LIMIT_NOTE = "The tool call limit for this request is reached: answer now from the results above."
+LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
 
 
 class ChatLoop:
@@ -72,7 +72,10 @@ class ChatLoop:
         self.history.append(turn)
         del self.history[: -self.cfg.history_turns]
         # A rough 4-characters-per-token estimate keeps the context well inside num_ctx.
-        while len(self.history) > 1 and sum(len(json.dumps(t)) for t in self.history) / 4 > self.cfg.history_tokens:
+        while (
+            len(self.history) > 1
+            and sum(len(json.dumps(t)) for t in self.history) / 4 > self.cfg.history_tokens
+        ):
             self.history.pop(0)
 
     def reset(self) -> None:
@@ -145,6 +148,7 @@ class ChatLoop:
     async def _rounds(self, turn: list[dict[str, Any]], trace: TurnTrace) -> AsyncIterator[str]:
         calls_made = 0
         limit = self.cfg.max_tool_calls
+        seen: set[str] = set()
         while True:
             allow_tools = calls_made < limit and len(self.registry) > 0
             trace.rounds += 1
@@ -155,12 +159,18 @@ class ChatLoop:
                     yield sentence
                 content += chunk_content
                 structured.extend(chunk_calls)
-            calls = structured
-            if not calls and allow_tools:
-                found, _ = extract_calls(content, self.registry.names())
-                calls = [(c.name, c.arguments) for c in found]
+            found, remainder = extract_calls(content, self.registry.names())
+            calls = structured or [(c.name, c.arguments) for c in found]
             if not calls or not allow_tools:
                 return
+            keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
+            if all(k in seen for k in keys):
+                # Small models tend to repeat a call they already made instead of answering:
+                # the results are in the conversation, so ask for the answer without tools.
+                calls_made = limit
+                turn.append({"role": "user", "content": LIMIT_NOTE})
+                continue
+            seen.update(keys)
             results: list[ToolResult] = []
             for name, args in calls:
                 if calls_made >= limit:
@@ -170,7 +180,8 @@ class ChatLoop:
                 results.append(res)
                 trace.add_call(res)
                 self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
-            self._append_results(turn, content, results)
+            keep_text = structured or self.mode == "text"
+            self._append_results(turn, content if keep_text else remainder, results)
             if calls_made >= limit:
                 turn.append({"role": "user", "content": LIMIT_NOTE})
 

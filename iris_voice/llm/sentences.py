@@ -23,7 +23,7 @@ def _is_boundary(text: str, end: int, punct: str, after: str) -> bool:
     """Decide whether the punctuation ending at ``end`` closes a sentence."""
     if punct != ".":
         return True
-    word = re.search(r"([A-Za-z.]+)$", text[:end - 1])
+    word = re.search(r"([A-Za-z.]+)$", text[: end - 1])
     if word:
         w = word.group(1).lower().rstrip(".")
         if w in _ABBREVIATIONS:
@@ -50,7 +50,7 @@ class SentenceSplitter:
             if m.group(4) is not None:
                 cut = m.end()
             else:
-                after = self._buf[m.end():m.end() + 1]
+                after = self._buf[m.end() : m.end() + 1]
                 if not after:  # need to see what follows the space before deciding
                     break
                 if not _is_boundary(self._buf, m.start(1) + 1, m.group(1)[-1], after):

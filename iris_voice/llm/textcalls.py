@@ -18,10 +18,12 @@ from typing import Any
 
 _DECODER = json.JSONDecoder(strict=False)  # small models put raw newlines in strings
 _START = re.compile(r"<|```|[{\[]")
-_OPEN = re.compile(r"<tool_calls?(?:\s[^<>]{0,100})?>", re.I)
-_CLOSE = re.compile(r"</tool_calls?\s*>", re.I)
-_STRAY = re.compile(r"</?tool_calls?", re.I)
-_MARKUP = re.compile(r"<tool_calls?(?:\s[^<>]{0,100})?>|</tool_calls?\s*>|</?tool_calls?|```", re.I)
+# Qwen-family models also wrap calls in the <tools> tag of their prompt, or echo <tool_response>.
+_TAG = r"(?:tool_calls?|tools|tool_response)"
+_OPEN = re.compile(rf"<{_TAG}(?:\s[^<>]{{0,100}})?>", re.I)
+_CLOSE = re.compile(rf"</{_TAG}\s*>", re.I)
+_STRAY = re.compile(rf"</?{_TAG}", re.I)
+_MARKUP = re.compile(rf"<{_TAG}(?:\s[^<>]{{0,100}})?>|</{_TAG}\s*>|</?{_TAG}|```", re.I)
 _LANG = re.compile(r"[A-Za-z][\w+.-]*")
 _OUT = re.compile(r'[{}\[\]"]')
 _IN = re.compile(r'["\\]')
@@ -165,8 +167,9 @@ def _tag(text: str, p: int, final: bool, known: Collection[str], memo: Any) -> t
         return ("cut", m.end(), [])
     if m := _STRAY.match(text, p):
         return _HOLD if not final and _could_grow(text, m.end()) else ("cut", m.end(), [])
-    rest = text[p : p + 12].lower()
-    if not final and len(rest) < 12 and ("<tool_call".startswith(rest) or "</tool_call".startswith(rest)):
+    rest = text[p : p + 16].lower()
+    prefixes = ("<tool_call", "</tool_call", "<tool_response", "</tool_response", "<tools", "</tools")
+    if not final and len(rest) < 16 and any(t.startswith(rest) for t in prefixes):
         return _HOLD
     return ("skip", p + 1)
 

@@ -244,7 +244,9 @@ def _display(tree: ast.Expression) -> str:
 
 
 def calculator(
-    expression: Annotated[str, "Math, e.g. (3 + 4) * 2, 15% of 80, sqrt(2); trig in radians"],
+    expression: Annotated[
+        str, "The arithmetic from the question, written with numbers, + - * / ** %, sqrt(), sin() ..."
+    ],
 ) -> str:
     """Evaluate a math expression exactly. Use it for any arithmetic.
 

@@ -213,9 +213,9 @@ def describe_time(
 
 
 def get_current_time(
-    timezone: Annotated[str | None, "City, country or IANA zone; omit for local time"] = None,
+    timezone: Annotated[str | None, "City, country or IANA zone, e.g. Paris"] = None,
 ) -> str:
-    """Current time and date, here or in a given place.
+    """Get the current time and date in a city, country or time zone (default: here).
 
     This module-level version uses the machine's zone; ``make_clock_tool`` builds one
     with a configured default zone and an injectable clock.
@@ -236,7 +236,7 @@ def make_clock_tool(default_timezone: str | None = None, now: Callable[[], datet
     clock = now or (lambda: datetime.now(UTC))
 
     def current_time(
-        timezone: Annotated[str | None, "City, country or IANA zone; omit for local time"] = None,
+        timezone: Annotated[str | None, "City, country or IANA zone, e.g. Paris"] = None,
     ) -> str:
         return describe_time(timezone, default_timezone=default_timezone, now=clock())
 
