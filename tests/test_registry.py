@@ -136,3 +136,13 @@ def test_compact_schema_keeps_other_unions():
     schema = compact_schema({"properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}})
     assert schema["properties"]["x"]["anyOf"] == [{"type": "string"}, {"type": "integer"}]
     assert schema["type"] == "object"
+
+
+def test_compact_schema_keeps_a_parameter_named_title():
+    def note(title: str, body: str = "") -> str:
+        """Write a note."""
+        return title
+
+    schema = tool_from_function(note).spec.parameters
+    assert schema["properties"]["title"] == {"type": "string"}
+    assert schema["required"] == ["title"]

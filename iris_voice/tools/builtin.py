@@ -20,7 +20,7 @@ def build_registry(
     """The enabled native tools and the timer service they share."""
     tz = cfg.tools.timezone or None
     store = TimerStore(Path(cfg.tools.timers_db) if cfg.tools.timers_db else None)
-    service = TimerService(store, publish or (lambda _e: None))
+    service = TimerService(store, publish or (lambda _e: None), tz_name=tz)
     everything = ToolRegistry([make_clock_tool(tz), make_calculator_tool(), *make_timer_tools(service, tz)])
     names = set(everything.names())
     unknown = sorted(set(cfg.tools.enabled or []) - names) + sorted(set(cfg.tools.disabled) - names)

@@ -110,9 +110,15 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     ``title``/``additionalProperties`` noise goes.
     """
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, names: bool = False) -> Any:
+        if isinstance(node, dict) and names:  # keys of "properties" are argument names, kept as is
+            return {k: walk(v) for k, v in node.items()}
         if isinstance(node, dict):
-            node = {k: walk(v) for k, v in node.items() if k not in ("title", "additionalProperties")}
+            node = {
+                k: walk(v, k in ("properties", "$defs"))
+                for k, v in node.items()
+                if k not in ("title", "additionalProperties")
+            }
             any_of = node.get("anyOf")
             if isinstance(any_of, list):
                 non_null = [s for s in any_of if s != {"type": "null"}]
