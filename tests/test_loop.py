@@ -178,3 +178,12 @@ async def test_tools_tag_wrapper_is_a_call_and_never_spoken():
     trace = await loop.ask("2 times 5")
     assert trace.tool_calls[0]["result"] == "10"
     assert trace.reply == "10"  # nothing speakable came back: the tool's own result is spoken
+
+
+async def test_repeated_call_after_an_answer_ends_the_turn_without_saying_it_twice():
+    call = [("multiply", {"a": 23, "b": 47})]
+    repeat = 'The result is `1081`.\n```json\n{"name": "multiply", "arguments": {"a": 23, "b": 47}}\n```'
+    loop, backend, _ = make(call, repeat)
+    trace = await loop.ask("23 times 47")
+    assert trace.reply == "The result is 1081."
+    assert len(backend.requests) == 2 and len(trace.tool_calls) == 1

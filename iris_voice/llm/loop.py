@@ -34,6 +34,11 @@ FALLBACK_REPLY = "Sorry, I could not work that out."
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
 
 
+def speakable(sentence: str) -> str:
+    """Drop markdown emphasis and inline-code marks that a speech engine would read out."""
+    return " ".join(sentence.replace("`", "").replace("**", "").split())
+
+
 class ChatLoop:
     """Runs turns of a conversation against a ``ChatBackend`` with a ``ToolRegistry``."""
 
@@ -153,9 +158,10 @@ class ChatLoop:
             allow_tools = calls_made < limit and len(self.registry) > 0
             trace.rounds += 1
             trace.execution_path = self.mode
-            content, structured = "", []
+            content, structured, said = "", [], 0
             async for sentence, chunk_content, chunk_calls in self._one_round(turn, allow_tools, trace):
-                if sentence is not None:
+                if sentence is not None and (sentence := speakable(sentence)):
+                    said += 1
                     yield sentence
                 content += chunk_content
                 structured.extend(chunk_calls)
@@ -166,7 +172,9 @@ class ChatLoop:
             keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
             if all(k in seen for k in keys):
                 # Small models tend to repeat a call they already made instead of answering:
-                # the results are in the conversation, so ask for the answer without tools.
+                # what they said around it is the answer; if nothing, ask for it without tools.
+                if said:
+                    return
                 calls_made = limit
                 turn.append({"role": "user", "content": LIMIT_NOTE})
                 continue
