@@ -187,3 +187,8 @@ async def test_repeated_call_after_an_answer_ends_the_turn_without_saying_it_twi
     trace = await loop.ask("23 times 47")
     assert trace.reply == "The result is 1081."
     assert len(backend.requests) == 2 and len(trace.tool_calls) == 1
+
+
+async def test_a_sentence_repeated_verbatim_is_spoken_once():
+    loop, _, _ = make("It is 1081. It is 1081. Anything else?")
+    assert (await loop.ask("23 times 47")).reply == "It is 1081. Anything else?"

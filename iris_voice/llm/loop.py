@@ -125,6 +125,8 @@ class ChatLoop:
         completed = False
         try:
             async for sentence in self._rounds(turn, trace):
+                if spoken and sentence == spoken[-1]:
+                    continue  # small models sometimes repeat their last sentence verbatim
                 spoken.append(sentence)
                 self._publish(SentenceReady(sentence, len(spoken) - 1))
                 if trace.first_sentence_ms is None:
