@@ -82,11 +82,65 @@ class ToolsConfig(_Section):
         return value
 
 
+class AudioConfig(_Section):
+    """Microphone, speaker, activation and endpointing of the voice daemon."""
+
+    input_device: str = ""
+    """Capture device: a name (substring, case-insensitive) or an index; "" = the default."""
+    output_device: str = ""
+    """Playback device, as ``input_device``."""
+    activation: Literal["wake_word", "push_to_talk", "always"] = "wake_word"
+    follow_up_s: Annotated[float, Field(ge=0, le=60)] = 6.0
+    barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
+    vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 300
+    pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
+    max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
+    no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0
+    chime: bool = True
+    alarm_repeat_s: Annotated[float, Field(ge=1, le=600)] = 10.0
+    alarm_timeout_s: Annotated[float, Field(ge=0, le=3600)] = 60.0
+    notifications: bool = True
+
+
+class WakeConfig(_Section):
+    """The wake word (openWakeWord)."""
+
+    model: str = "hey_jarvis"
+    """A built-in model name (hey_jarvis, alexa, hey_mycroft…) or the path of a .tflite/.onnx model."""
+    threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+
+
+class SttConfig(_Section):
+    """Speech to text (faster-whisper)."""
+
+    model: str = "tiny.en"
+    """``tiny.en`` (packaged), ``base`` (packaged) or a CTranslate2 model directory."""
+    language: str = "en"
+    compute_type: Literal["int8", "int8_float32", "float32"] = "int8"
+    threads: Annotated[int, Field(ge=1, le=64)] = 2
+    beam_size: Annotated[int, Field(ge=1, le=10)] = 1
+
+
+class TtsConfig(_Section):
+    """Text to speech (Piper)."""
+
+    voice: str = ""
+    """Path of a Piper ``.onnx`` voice (its ``.onnx.json`` beside it); "" = the packaged en_US joe voice."""
+    length_scale: Annotated[float, Field(gt=0.3, le=3)] = 1.0
+    """Speaking rate: below 1 is faster."""
+    volume: Annotated[float, Field(gt=0, le=2)] = 1.0
+
+
 class Config(_Section):
     """The whole configuration."""
 
     llm: LlmConfig = LlmConfig()
     tools: ToolsConfig = ToolsConfig()
+    audio: AudioConfig = AudioConfig()
+    wake: WakeConfig = WakeConfig()
+    stt: SttConfig = SttConfig()
+    tts: TtsConfig = TtsConfig()
 
 
 def normalize_host(value: str) -> str:

@@ -94,6 +94,82 @@ class LlmUnavailable(Event):
     """What failed and how to fix it."""
 
 
+@dataclass(frozen=True)
+class StateChanged(Event):
+    """The voice pipeline moved to another state."""
+
+    state: str
+    """``idle``, ``listening``, ``transcribing``, ``thinking`` or ``speaking``."""
+
+
+@dataclass(frozen=True)
+class WakeWordDetected(Event):
+    """The wake word was heard."""
+
+    name: str
+    """The wake word model, e.g. ``hey_jarvis``."""
+    score: float
+    """Detector score 0..1."""
+    during_speech: bool
+    """True when it interrupted IRIS speaking (barge-in)."""
+
+
+@dataclass(frozen=True)
+class SpeechStarted(Event):
+    """The VAD heard the user start speaking."""
+
+    at_s: float
+    """Position in the audio stream, seconds."""
+
+
+@dataclass(frozen=True)
+class SpeechEnded(Event):
+    """The VAD decided the utterance is over."""
+
+    duration_s: float
+    """Length of the utterance sent to STT, seconds (pre-roll included)."""
+    timed_out: bool
+    """True when nobody spoke after activation (no utterance follows)."""
+
+
+@dataclass(frozen=True)
+class Transcript(Event):
+    """Speech-to-text finished."""
+
+    text: str
+    """What the user said ("" when nothing intelligible)."""
+    stt_ms: float
+    """Decode time."""
+
+
+@dataclass(frozen=True)
+class PlaybackStarted(Event):
+    """The first sample of a reply reached the speaker."""
+
+    first_audio_ms: float
+    """From the end of the user's speech to this sample."""
+
+
+@dataclass(frozen=True)
+class PlaybackStopped(Event):
+    """Speech was cut off (barge-in, ``iris stop``) or ended."""
+
+    interrupted: bool
+    """True when cut off before the end."""
+    spoken: str
+    """The part of the reply that was actually heard."""
+
+
+@dataclass(frozen=True)
+class AudioDeviceProblem(Event):
+    """A microphone or speaker is missing or failed; IRIS keeps retrying."""
+
+    device: str
+    """Which device (name or "default")."""
+    detail: str
+    """What failed."""
+
+
 Subscriber = Callable[[Event], Any]
 
 
