@@ -1,7 +1,8 @@
 """The ``iris`` command line.
 
-Exit codes: 0 ok; 1 a tool or check failed; 2 bad usage; 69 the LLM server is
-unavailable (EX_UNAVAILABLE); 78 the configuration is invalid (EX_CONFIG).
+Exit codes: 0 ok; 1 a tool or check failed; 2 bad usage; 3 the daemon is not running;
+69 the LLM server is unavailable (EX_UNAVAILABLE); 75 IRIS already runs for this user
+(EX_TEMPFAIL); 78 the configuration is invalid (EX_CONFIG).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 from iris_voice import __version__
 from iris_voice import config as config_mod
-from iris_voice.errors import ConfigError, LlmError
+from iris_voice.errors import ConfigError, IrisError, LlmError
 
 EXIT_TOOL, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_CONFIG = 1, 2, 69, 78
+EXIT_CODES = {"already-running": 75, "daemon-not-running": 3, "model-missing": EXIT_CONFIG}
+"""Exit codes of IrisErrors by code (75 = EX_TEMPFAIL: the units do not restart on it)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,11 +49,33 @@ def _parser() -> argparse.ArgumentParser:
     tc.add_argument("name")
     tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")
 
-    ask = sub.add_parser("ask", help="one text turn with the assistant")
-    ask.add_argument("text")
+    ask = sub.add_parser("ask", help="one turn with the assistant: typed, or spoken from a WAV file")
+    ask.add_argument("text", nargs="?", help="the question (leave out with --wav)")
     ask.add_argument("--json", action="store_true", help="print the turn's trace as JSON")
+    ask.add_argument("--wav", metavar="IN", help="a WAV file with the spoken question (file mode)")
+    ask.add_argument("--out", metavar="OUT", help="with --wav: write the spoken answer to this WAV")
+    ask.add_argument("--local", action="store_true", help="answer in this process even if the daemon runs")
+    ask.add_argument("--speak", action="store_true", help="through the daemon: also speak the answer")
 
     sub.add_parser("doctor", help="check the Ollama server, the model and its tool support")
+    sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
+    st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
+    st.add_argument("--json", action="store_true")
+    for name, what in (
+        ("listen", "start listening for a question now (push-to-talk)"),
+        ("stop", "stop speaking and dismiss a ringing timer"),
+        ("mute", "stop listening to the microphone"),
+        ("unmute", "listen to the microphone again"),
+    ):
+        sub.add_parser(name, help=what)
+    say = sub.add_parser("say", help="speak a text")
+    say.add_argument("text")
+    tm = sub.add_parser("timers", help="list or cancel timers and reminders")
+    tm.add_argument("action", nargs="?", default="list", choices=("list", "cancel"))
+    tm.add_argument("which", nargs="?", default="", help="with cancel: number, label, 'all' or 'last'")
+    tm.add_argument("--json", action="store_true")
+    dv = sub.add_parser("devices", help="list audio input and output devices")
+    dv.add_argument("--json", action="store_true")
     return p
 
 
@@ -120,8 +145,27 @@ async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """One turn through the chat loop, in this process."""
-    return asyncio.run(_ask(_load(args), args.text, args.json))
+    """One turn: from a WAV file, through the running daemon, or in this process."""
+    if args.wav:
+        from iris_voice.cli_voice import ask_wav
+
+        return ask_wav(_load(args), args)
+    if not args.text:
+        print("iris ask: give a question, or --wav FILE", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = _load(args)
+    if not args.local:
+        from iris_voice.control import daemon_running, request
+
+        if daemon_running():
+            answer = request("ask", timeout=cfg.llm.request_timeout_s + 10, text=args.text, speak=args.speak)
+            if not answer.get("ok"):
+                print(f"iris: {answer.get('error')}", file=sys.stderr)
+                return EXIT_UNAVAILABLE if str(answer.get("code", "")).startswith("llm") else EXIT_TOOL
+            trace = answer["trace"]
+            print(json.dumps(trace, indent=2, ensure_ascii=False) if args.json else trace["reply"])
+            return 0
+    return asyncio.run(_ask(cfg, args.text, args.json))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -136,7 +180,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_TOOL if failed else 0
 
 
-COMMANDS = {"check-config": cmd_check_config, "tools": cmd_tools, "ask": cmd_ask, "doctor": cmd_doctor}
+def _voice(name: str):
+    def run(args: argparse.Namespace) -> int:
+        from iris_voice import cli_voice
+
+        return getattr(cli_voice, f"cmd_{name}")(args, _load(args))
+
+    return run
+
+
+COMMANDS = {
+    "check-config": cmd_check_config,
+    "tools": cmd_tools,
+    "ask": cmd_ask,
+    "doctor": cmd_doctor,
+    **{
+        n: _voice(n)
+        for n in ("run", "status", "listen", "stop", "mute", "unmute", "say", "timers", "devices")
+    },
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     except LlmError as exc:
         print(f"iris: {exc.message} [{exc.code}]", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except IrisError as exc:
+        print(f"iris: {exc.message}", file=sys.stderr)
+        return EXIT_CODES.get(exc.code, EXIT_TOOL)
     except KeyboardInterrupt:
         return 130
 

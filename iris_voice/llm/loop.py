@@ -87,6 +87,19 @@ class ChatLoop:
         """Forget the conversation."""
         self.history.clear()
 
+    def amend_last_reply(self, heard: str) -> None:
+        """After a barge-in, keep only what the user actually heard of the last reply.
+
+        The loop records every sentence it produced; the speaker knows which ones
+        played. With nothing heard, the whole turn is forgotten.
+        """
+        if not self.history or self.history[-1][-1].get("role") != "assistant":
+            return
+        if heard:
+            self.history[-1][-1] = {"role": "assistant", "content": heard}
+        else:
+            self.history.pop()
+
     # -- turns ------------------------------------------------------------------
     async def warmup(self) -> None:
         """Load the model and fill the server's prompt cache with the constant prefix."""

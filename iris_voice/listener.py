@@ -1,0 +1,241 @@
+"""The listening front of the voice pipeline: frames in, utterances and barge-ins out.
+
+One task reads the capture stage's frames and never waits for anything else, so the
+microphone queue never backs up while a turn is being answered. What runs on a frame
+depends on the moment, which keeps idle CPU low: in wake-word mode an idle IRIS runs
+only the wake-word model; Silero VAD runs while a question is being captured (and, in
+``always`` mode or a follow-up window, to notice that someone started speaking). While
+IRIS answers, the wake word (or plain speech, with ``barge_in = "voice"``) interrupts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.audio.protocols import AudioSource, SpeechDetector, WakeDetector
+from iris_voice.audio.vad import NoSpeech, Segmenter, UtteranceEnded, UtteranceStarted
+from iris_voice.config import AudioConfig
+from iris_voice.events import Event, SpeechEnded, SpeechStarted, WakeWordDetected
+
+log = logging.getLogger(__name__)
+
+FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
+WAKE_PRE_ROLL_S = 0.25
+"""Audio kept from before a wake-word detection: the model fires a little after the word
+ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
+VOICE_BARGE_IN_S = 0.25
+"""Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One captured question, ready for speech-to-text."""
+
+    audio: np.ndarray
+    """int16 mono samples at 16 kHz, pre-roll included."""
+    trigger: str
+    """What opened it: ``wake_word``, ``push_to_talk``, ``always``, ``follow_up`` or ``barge_in``."""
+    decided_at: float
+    """``time.monotonic()`` when the end of speech was decided."""
+    hangover_s: float
+    """Silence heard after the last speech before deciding: the VAD hangover's share of latency."""
+    speech_end_s: float
+    """Where speech ended, in seconds of the audio stream since the listener started."""
+
+
+class Listener:
+    """Activation, endpointing and barge-in over a stream of frames."""
+
+    def __init__(
+        self,
+        cfg: AudioConfig,
+        vad: SpeechDetector,
+        wake: WakeDetector | None,
+        publish: Callable[[Event], None],
+        clock: Callable[[], float] = time.monotonic,
+        wake_threshold: float = 0.5,
+    ) -> None:
+        if cfg.activation == "wake_word" and wake is None:
+            raise ValueError("activation 'wake_word' needs a wake-word detector")
+        self.cfg = cfg
+        self.vad = vad
+        self.wake = wake
+        self.wake_threshold = wake_threshold
+        """Score at which the wake word counts (``wake.threshold``)."""
+        self._publish = publish
+        self._clock = clock
+        self.muted = False
+        """Ignore the microphone entirely (``iris mute``)."""
+        self.busy = False
+        """A turn is being answered: frames are checked for barge-in only."""
+        self.position_s = 0.0
+        """Seconds of audio read from the source."""
+        self._armed: str | None = None
+        self._follow_up_until = 0.0
+        self._pre: deque[tuple[np.ndarray, bool]] = deque(
+            maxlen=max(1, round(cfg.pre_roll_ms / 1000 / FRAME_S))
+        )
+        self._capture: list[np.ndarray] | None = None
+        self._trigger = ""
+        self._capture_start_s = 0.0
+        self._seg: Segmenter | None = None
+        self._speech_run = 0
+
+    # -- commands -----------------------------------------------------------------
+    def arm(self, trigger: str = "push_to_talk") -> None:
+        """Capture a question starting with the next frame (``iris listen``)."""
+        self._armed = trigger
+
+    def follow_up(self) -> None:
+        """Accept a question without the wake word for ``audio.follow_up_s`` from now."""
+        self._follow_up_until = self._clock() + self.cfg.follow_up_s
+
+    def cancel_follow_up(self) -> None:
+        """Close the follow-up window."""
+        self._follow_up_until = 0.0
+
+    @property
+    def capturing(self) -> bool:
+        """True while a question is being recorded."""
+        return self._capture is not None
+
+    # -- the loop -----------------------------------------------------------------
+    async def run(
+        self,
+        source: AudioSource,
+        utterances: asyncio.Queue[Utterance],
+        on_barge_in: Callable[[str], None],
+    ) -> None:
+        """Read frames until the source ends; put each finished question on ``utterances``."""
+        async for frame in source.frames():
+            self.position_s += FRAME_S
+            if self.muted:
+                self._pre.clear()
+                self._capture = None
+                continue
+            if self._capture is not None and self._seg is not None:
+                await self._capturing(frame, self._capture, self._seg, utterances)
+            elif self._armed:
+                self._start(self._armed, [f for f, _ in self._pre] + [frame])
+                self._armed = None
+            elif self.busy:
+                await self._barge_in_check(frame, on_barge_in)
+            else:
+                await self._idle(frame)
+
+    async def _idle(self, frame: np.ndarray) -> None:
+        follow_up = self._clock() < self._follow_up_until
+        if self.cfg.activation == "always" or follow_up:
+            speech = await self._is_speech(frame)
+            self._pre.append((frame, speech))
+            self._speech_run = self._speech_run + 1 if speech else 0
+            if self._speech_run * FRAME_S >= 0.096:  # ~3 frames: a click does not open a question
+                self._start("follow_up" if follow_up else "always", [f for f, _ in self._pre], replay=True)
+            return
+        self._pre.append((frame, False))
+        if self.cfg.activation == "wake_word" and await self._wake(frame, during_speech=False):
+            self._start("wake_word", self._wake_pre_roll())
+
+    async def _barge_in_check(self, frame: np.ndarray, on_barge_in: Callable[[str], None]) -> None:
+        mode = self.cfg.barge_in
+        if mode == "off":
+            return
+        if mode == "voice":
+            speech = await self._is_speech(frame)
+            self._pre.append((frame, speech))
+            self._speech_run = self._speech_run + 1 if speech else 0
+            if self._speech_run * FRAME_S >= VOICE_BARGE_IN_S:
+                on_barge_in("voice")
+                self._start("barge_in", [f for f, _ in self._pre], replay=True)
+            return
+        self._pre.append((frame, False))
+        if self.wake is not None and await self._wake(frame, during_speech=True):
+            on_barge_in("wake_word")
+            self._start("barge_in", self._wake_pre_roll())
+
+    async def _capturing(
+        self,
+        frame: np.ndarray,
+        capture: list[np.ndarray],
+        seg: Segmenter,
+        utterances: asyncio.Queue[Utterance],
+    ) -> None:
+        capture.append(frame)
+        event = seg.process(FRAME_S, await self._is_speech(frame))
+        if isinstance(event, UtteranceStarted):
+            self._publish(SpeechStarted(self._capture_start_s + event.start_s))
+        elif isinstance(event, UtteranceEnded):
+            audio = np.concatenate(capture)
+            utt = Utterance(
+                audio=audio,
+                trigger=self._trigger,
+                decided_at=self._clock(),
+                hangover_s=event.silence_s,
+                speech_end_s=self.position_s - event.silence_s,
+            )
+            self._finish()
+            self._publish(SpeechEnded(len(audio) / SAMPLE_RATE, timed_out=False))
+            if utterances.full():  # a newer question wins over one nobody picked up
+                utterances.get_nowait()
+            utterances.put_nowait(utt)
+        elif isinstance(event, NoSpeech):
+            log.info("no speech within %.1f s after %s", self.cfg.no_speech_timeout_s, self._trigger)
+            self._finish()
+            self._publish(SpeechEnded(0.0, timed_out=True))
+
+    # -- helpers ------------------------------------------------------------------
+    def _start(self, trigger: str, frames: list[np.ndarray], replay: bool = False) -> None:
+        """Open a capture with ``frames`` already in it (pre-roll)."""
+        self._trigger = trigger
+        self._seg = Segmenter(
+            hangover_seconds=self.cfg.vad_hangover_ms / 1000,
+            max_seconds=self.cfg.max_utterance_s,
+            timeout_seconds=self.cfg.no_speech_timeout_s,
+        )
+        self._capture = list(frames)
+        self._capture_start_s = self.position_s - len(frames) * FRAME_S
+        if replay:  # the VAD already judged these frames: let the segmenter see them too
+            flags = [s for _, s in self._pre][-len(frames) :]
+            for speech in flags:
+                event = self._seg.process(FRAME_S, speech)
+                if isinstance(event, UtteranceStarted):
+                    self._publish(SpeechStarted(self._capture_start_s + event.start_s))
+        self._pre.clear()
+        self._speech_run = 0
+        self.cancel_follow_up()
+        log.debug("capturing (%s) with %d pre-roll frames", trigger, len(frames))
+
+    def _finish(self) -> None:
+        self._capture = None
+        self._seg = None
+        self.vad.reset()
+        if self.wake is not None:
+            self.wake.reset()  # stale audio in its buffer must not fire again
+
+    def _wake_pre_roll(self) -> list[np.ndarray]:
+        n = max(0, round(WAKE_PRE_ROLL_S / FRAME_S))
+        return [f for f, _ in list(self._pre)[-n:]] if n else []
+
+    async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
+        if self.wake is None:
+            return False
+        score = await self.wake.process(frame)
+        if score < self.wake_threshold:
+            return False
+        log.info(
+            "wake word %s (score %.2f)%s", self.wake.name, score, " during speech" if during_speech else ""
+        )
+        self._publish(WakeWordDetected(self.wake.name, float(score), during_speech))
+        self.wake.reset()
+        return True
+
+    async def _is_speech(self, frame: np.ndarray) -> bool:
+        return await self.vad.probability(frame) >= self.cfg.vad_threshold

@@ -1,0 +1,282 @@
+"""The voice turn: IDLE → LISTENING → TRANSCRIBING → THINKING → SPEAKING → IDLE.
+
+``VoicePipeline`` ties the stages together through their Protocols only: the listener
+hands over utterances, the transcriber turns them into text, the responder (the chat
+loop) streams sentences, and the reply speaker plays them as they come. One turn runs
+at a time, as its own task, so a barge-in or ``iris stop`` cancels it cleanly; the
+sink is shared with announcements (timers, ``iris say``) through one lock, so IRIS
+never talks over itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from iris_voice.audio.protocols import AudioSink, AudioSource
+from iris_voice.errors import LlmError
+from iris_voice.events import (
+    Event,
+    EventBus,
+    LlmUnavailable,
+    PlaybackStarted,
+    PlaybackStopped,
+    SpeechEnded,
+    SpeechStarted,
+    StateChanged,
+    Transcript,
+    WakeWordDetected,
+)
+from iris_voice.listener import Listener, Utterance
+from iris_voice.llm.loop import ChatLoop
+from iris_voice.llm.trace import TurnTrace
+from iris_voice.speaker import ReplySpeaker, SpokenReply
+from iris_voice.stt import Transcriber
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE = "Sorry, I can't reach my language model right now. I'll keep trying."
+STOP_WORDS = {
+    "stop", "stop it", "stop talking", "be quiet", "quiet", "silence", "shut up", "enough",
+    "that's enough", "never mind", "nevermind", "cancel", "dismiss", "ok stop", "okay stop",
+    "thank you stop", "thanks",
+}  # fmt: skip
+
+
+def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
+    """A regex for the wake phrase at the start of a transcript ("Hey Jarvis, …" → "…")."""
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if not words:
+        return re.compile(r"^$")
+    *lead, last = words
+    prefix = "".join(rf"(?:{re.escape(w)}\W+)?" for w in lead)
+    return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
+
+
+def is_stop_command(text: str) -> bool:
+    """True for "stop", "be quiet", "never mind"… said on their own."""
+    words = re.sub(r"[^\w' ]+", " ", text.lower()).split()
+    return " ".join(w for w in words if w not in {"please", "iris", "jarvis", "hey"}) in STOP_WORDS
+
+
+class VoicePipeline:
+    """Runs voice turns, text turns and announcements over shared stages."""
+
+    STATES = ("idle", "listening", "transcribing", "thinking", "speaking")
+
+    def __init__(
+        self,
+        listener: Listener,
+        stt: Transcriber,
+        responder: ChatLoop,
+        speaker: ReplySpeaker,
+        bus: EventBus,
+        *,
+        wake_name: str = "hey_jarvis",
+        on_stop: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.listener = listener
+        self.stt = stt
+        self.responder = responder
+        self.speaker = speaker
+        self.bus = bus
+        self._on_stop = on_stop or (lambda: None)
+        self._clock = clock
+        self._wake_re = wake_phrase_pattern(wake_name)
+        self.state = "idle"
+        self.utterances: asyncio.Queue[Utterance] = asyncio.Queue(2)
+        self.turns: deque[dict[str, Any]] = deque(maxlen=20)
+        """Traces of the latest turns, newest last (``iris status``)."""
+        self.speech_lock = asyncio.Lock()
+        """Held while anything plays: a reply, an announcement, ``iris say``."""
+        self._turn: asyncio.Task[None] | None = None
+        self._reply: SpokenReply | None = None
+        bus.subscribe(self._follow_listener)
+
+    def _follow_listener(self, event: Event) -> None:
+        """Mirror the listener's progress in the pipeline state (for ``iris status``)."""
+        if isinstance(event, WakeWordDetected | SpeechStarted) and self.state == "idle":
+            self._set("listening")
+        elif isinstance(event, SpeechEnded) and event.timed_out and self.state == "listening":
+            self._set("idle")
+
+    @property
+    def sink(self) -> AudioSink:
+        """Where speech goes."""
+        return self.speaker.sink
+
+    def _set(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.bus.publish(StateChanged(state))
+
+    # -- tasks ----------------------------------------------------------------------
+    async def run(self, source: AudioSource) -> None:
+        """Listen to ``source`` and answer each question until cancelled (or the source ends)."""
+        async with asyncio.TaskGroup() as tg:
+            listening = tg.create_task(
+                self.listener.run(source, self.utterances, self.barge_in), name="listener"
+            )
+            worker = tg.create_task(self._worker(), name="turns")
+            await listening
+            await self._idle_now()
+            worker.cancel()
+
+    async def _idle_now(self) -> None:
+        """Wait until the queued utterances have been answered (file mode ends like this)."""
+        while not self.utterances.empty() or self._turn is not None:
+            await asyncio.sleep(0.02)
+
+    async def _worker(self) -> None:
+        while True:
+            utt = await self.utterances.get()
+            self._turn = asyncio.create_task(self._voice_turn(utt), name="turn")
+            try:
+                await asyncio.wait([self._turn])
+            finally:
+                if not self._turn.done():  # the daemon is stopping: take the turn down too
+                    self._turn.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._turn
+                self._turn = None
+
+    # -- commands -------------------------------------------------------------------
+    def barge_in(self, how: str) -> None:
+        """The user interrupted: silence now, cancel the turn, listen (the listener captures)."""
+        heard = self.sink.stop()
+        log.info("barge-in (%s): %.2f s of queued speech dropped", how, heard)
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        self._on_stop()
+        self._set("listening")
+
+    def stop(self) -> bool:
+        """``iris stop`` / "stop": silence whatever is playing and cancel the turn; True if anything was."""
+        active = self._turn is not None and not self._turn.done()
+        dropped = self.sink.stop()
+        if active and self._turn is not None:
+            self._turn.cancel()
+        self._on_stop()
+        self.listener.cancel_follow_up()
+        return active or dropped > 0
+
+    def listen(self) -> None:
+        """``iris listen``: capture a question now, without the wake word."""
+        self.stop()
+        self.listener.arm("push_to_talk")
+        self._set("listening")
+
+    async def announce(self, text: str, clip: tuple[np.ndarray, int] | None = None) -> SpokenReply | None:
+        """Speak an announcement once no turn is running; None when it was cut off."""
+        # Never over the user: wait for a running turn and for a question being asked.
+        while (self._turn is not None and not self._turn.done()) or self.listener.capturing:
+            await asyncio.sleep(0.1)
+        async with self.speech_lock:
+            self._set("speaking")
+            self.listener.busy = True  # the wake word now interrupts the announcement
+            try:
+                if clip is not None:
+                    await self.speaker.play_clip(*clip)
+                return await self.speaker.say(text)
+            except asyncio.CancelledError:
+                self.sink.stop()
+                raise
+            finally:
+                self.listener.busy = False
+                self._set("listening" if self.listener.capturing else "idle")
+
+    async def ask_text(self, text: str, speak: bool = False) -> dict[str, Any]:
+        """A typed question (``iris ask`` through the daemon): the trace, spoken if ``speak``."""
+        async with self.speech_lock:
+            trace = TurnTrace(text=text)
+            if speak:
+                reply = await self.speaker.speak(self.responder.sentences(text, trace))
+                trace.extra["spoken"] = reply.spoken
+            else:
+                async for _ in self.responder.sentences(text, trace):
+                    pass
+        result = trace.to_dict()
+        self.turns.append(result)
+        return result
+
+    # -- one voice turn ---------------------------------------------------------------
+    async def _voice_turn(self, utt: Utterance) -> None:
+        timings: dict[str, Any] = {"vad_hangover": round(utt.hangover_s * 1000, 1)}
+        try:
+            self._set("transcribing")
+            started = self._clock()
+            text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+            timings["stt"] = round((self._clock() - started) * 1000, 1)
+            text = self._wake_re.sub("", text.strip()).strip()
+            self.bus.publish(Transcript(text, timings["stt"]))
+            log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
+            if not re.search(r"\w", text):
+                return
+            if is_stop_command(text):
+                self.stop()
+                return
+            await self._answer(utt, text, timings)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # STT/TTS failures are logged; the daemon keeps listening
+            log.exception("voice turn failed")
+        finally:
+            self.listener.busy = False
+            self._set("listening" if self.listener.capturing else "idle")
+
+    async def _answer(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
+        trace = TurnTrace(text=text)
+        reply = SpokenReply()
+        self._reply = reply
+
+        def first_audio(r: SpokenReply) -> None:
+            self._set("speaking")
+            if r.first_audio_at is not None:
+                ms = utt.hangover_s * 1000 + (r.first_audio_at - utt.decided_at) * 1000
+                timings["first_audio_ms"] = round(ms, 1)
+                self.bus.publish(PlaybackStarted(timings["first_audio_ms"]))
+
+        self.listener.busy = True
+        self._set("thinking")
+        try:
+            async with self.speech_lock:
+                try:
+                    await self.speaker.speak(self.responder.sentences(text, trace), reply, first_audio)
+                except LlmError as exc:
+                    log.warning("language model failed: %s [%s]", exc.message, exc.code)
+                    self.bus.publish(LlmUnavailable(exc.code, exc.message))
+                    trace.extra["error"] = {"code": exc.code, "message": exc.message}
+                    await self.speaker.say(UNREACHABLE)
+        except asyncio.CancelledError:
+            self.responder.amend_last_reply(reply.spoken)
+            self.bus.publish(PlaybackStopped(True, reply.spoken))
+            raise
+        finally:
+            self._record(utt, text, trace, reply, timings)
+        self.bus.publish(PlaybackStopped(False, reply.spoken))
+        self.listener.follow_up()
+
+    def _record(
+        self, utt: Utterance, text: str, trace: TurnTrace, reply: SpokenReply, timings: dict[str, Any]
+    ) -> None:
+        result = trace.to_dict()
+        result["transcript"] = text
+        result["trigger"] = utt.trigger
+        result["interrupted"] = reply.interrupted
+        result["spoken"] = reply.spoken
+        t = result["timings_ms"]
+        t.update(timings)
+        t["llm_first_token"] = t.pop("first_token", None)
+        t["tts_first_audio"] = reply.tts_first_ms
+        t["total"] = round(utt.hangover_s * 1000 + (self._clock() - utt.decided_at) * 1000, 1)
+        result["first_audio_ms"] = t.get("first_audio_ms")
+        self.turns.append(result)

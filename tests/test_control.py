@@ -1,0 +1,110 @@
+"""The control socket, the single-instance lock and sd_notify."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from iris_voice.control import ControlServer, daemon_running, request
+from iris_voice.errors import IrisError
+from iris_voice.runtime import InstanceLock, runtime_dir, sd_notify
+from iris_voice.status import percentile
+
+
+@pytest.fixture
+def runtime(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    return tmp_path / "iris"
+
+
+async def test_commands_round_trip_and_errors_are_answers(runtime):
+    async def status(req):
+        return {"state": "idle", "echo": req.get("x")}
+
+    async def broken(req):
+        raise RuntimeError("boom")
+
+    server = ControlServer({"status": status, "broken": broken, "ping": status})
+    await server.start()
+    try:
+        assert stat.S_IMODE(os.stat(runtime / "control.sock").st_mode) == 0o600
+        ask = lambda cmd, **kw: asyncio.to_thread(request, cmd, 5.0, None, **kw)  # noqa: E731
+        assert await ask("status", x=3) == {"ok": True, "state": "idle", "echo": 3}
+        assert await ask("broken") == {"ok": False, "error": "RuntimeError: boom"}
+        unknown = await ask("dance")
+        assert not unknown["ok"] and "unknown command 'dance'" in unknown["error"]
+        assert await asyncio.to_thread(daemon_running)
+    finally:
+        await server.close()
+    assert not (runtime / "control.sock").exists()
+    with pytest.raises(IrisError) as err:
+        request("status")
+    assert err.value.code == "daemon-not-running"
+
+
+async def test_garbage_lines_get_an_error_not_a_crash(runtime):
+    async def ping(req):
+        return {}
+
+    server = ControlServer({"ping": ping})
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(runtime / "control.sock"))
+        writer.write(b'not json\n[1, 2]\n{"cmd": "ping"}\n')
+        await writer.drain()
+        lines = [await reader.readline() for _ in range(3)]
+        writer.close()
+        assert b"bad request" in lines[0] and b"bad request" in lines[1]
+        assert lines[2].strip() == b'{"ok": true}'
+    finally:
+        await server.close()
+
+
+def test_a_second_instance_is_refused_and_a_dead_one_leaves_no_lock(runtime):
+    lock = InstanceLock()
+    lock.acquire()
+    code = "from iris_voice.runtime import InstanceLock\nInstanceLock().acquire()"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert other.returncode != 0 and f"already running for this user (pid {os.getpid()}" in other.stderr
+    lock.release()
+    # a holder killed with SIGKILL: the kernel drops the flock, the next daemon starts
+    holder = subprocess.Popen([sys.executable, "-c", code + "\nimport time; time.sleep(60)"], env=os.environ)
+    try:
+        for _ in range(100):
+            if (runtime / "lock").exists() and (runtime / "lock").read_text().strip() == str(holder.pid):
+                break
+            subprocess.run(["sleep", "0.05"])
+        holder.kill()
+        holder.wait()
+        InstanceLock().acquire()
+    finally:
+        holder.kill()
+
+
+def test_sd_notify_sends_one_datagram(monkeypatch, tmp_path):
+    path = tmp_path / "notify"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(str(path))
+        monkeypatch.setenv("NOTIFY_SOCKET", str(path))
+        assert sd_notify("READY=1")
+        assert s.recv(100) == b"READY=1"
+    monkeypatch.delenv("NOTIFY_SOCKET")
+    assert not sd_notify("READY=1")
+
+
+def test_runtime_dir_is_private(runtime):
+    assert stat.S_IMODE(os.stat(runtime_dir()).st_mode) == 0o700
+
+
+def test_percentiles():
+    assert percentile([], 50) is None
+    assert percentile([100.0], 95) == 100.0
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == pytest.approx(50.5, abs=0.6)
+    assert percentile(values, 95) == pytest.approx(95, abs=1.1)
