@@ -330,3 +330,25 @@ def test_a_custom_tflite_model_by_path(speech_manifest):
     assert det.name == "hey_jarvis"
     hit = max(det.process_sync(f) for f in frames(read_wav("jarvis")))
     assert hit >= det.threshold
+
+
+def test_single_threaded_features_score_like_the_library_defaults(speech_manifest):
+    from pyopen_wakeword import Model, OpenWakeWord, OpenWakeWordFeatures
+
+    samples = read_wav("jarvis_time_tokyo")
+    steps = [samples[i : i + 1280] for i in range(0, len(samples) - 1279, 1280)]
+
+    def scores(ww, features) -> list[float]:
+        return [
+            float(p)
+            for s in steps
+            for e in features.process_streaming(s.tobytes())
+            for p in ww.process_streaming(e)
+        ]
+
+    reference = scores(OpenWakeWord.from_builtin(Model.HEY_JARVIS), OpenWakeWordFeatures.from_builtin())
+    det = OpenWakeWordDetector(WakeConfig())
+    det._load()  # with IRIS's single-threaded feature interpreters
+    ours = scores(det._ww, det._features)
+    assert len(ours) == len(reference) > 100 and max(reference) > 0.9
+    assert np.allclose(ours, reference, atol=1e-4)
