@@ -62,7 +62,12 @@ class FasterWhisperTranscriber:
         # Called in a worker thread with the lock held.
         if self._model is None:
             self.model_dir = whisper_model_dir(self.cfg.model)
-            from faster_whisper import WhisperModel  # heavy import: only when needed
+            try:
+                from faster_whisper import WhisperModel  # heavy import: only when needed
+            except ImportError as exc:
+                raise SpeechError(
+                    "model-missing", f"stt.model: faster-whisper cannot be imported: {exc}"
+                ) from exc
 
             start = time.perf_counter()
             try:

@@ -69,7 +69,10 @@ class PiperSynthesizer:
     def _load(self) -> Any:
         # Called in a worker thread with the lock held.
         if self._voice is None:
-            from piper import PiperVoice, SynthesisConfig  # heavy import: only when needed
+            try:
+                from piper import PiperVoice, SynthesisConfig  # heavy import: only when needed
+            except ImportError as exc:
+                raise SpeechError("model-missing", f"tts.voice: piper-tts cannot be imported: {exc}") from exc
 
             start = time.perf_counter()
             try:
