@@ -52,7 +52,7 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
 
 
 async def warm_up(engines: Engines, publish: Callable[[Event], None] | None = None) -> dict[str, float]:
-    """Load and exercise STT and TTS side by side; milliseconds each took."""
+    """Load and exercise every model side by side; milliseconds each took."""
     took: dict[str, float] = {}
 
     async def timed(name: str, coro) -> None:
@@ -60,7 +60,12 @@ async def warm_up(engines: Engines, publish: Callable[[Event], None] | None = No
         await coro
         took[name] = round((time.perf_counter() - t0) * 1000, 1)
 
-    await asyncio.gather(timed("stt", engines.stt.warmup()), timed("tts", engines.tts.warmup()))
+    jobs = [timed("stt", engines.stt.warmup()), timed("tts", engines.tts.warmup())]
+    for name, stage in (("vad", engines.vad), ("wake", engines.wake)):
+        warm = getattr(stage, "warmup", None)
+        if warm is not None:
+            jobs.append(timed(name, warm()))
+    await asyncio.gather(*jobs)
     log.info("speech models ready: stt %s (%.0f ms), tts %s (%.0f ms)",
              engines.stt.name, took["stt"], engines.tts.name, took["tts"])  # fmt: skip
     return took

@@ -31,6 +31,8 @@ FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
 WAKE_PRE_ROLL_S = 0.25
 """Audio kept from before a wake-word detection: the model fires a little after the word
 ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
+SPEECH_HYSTERESIS = 0.15
+"""How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 
@@ -169,7 +171,10 @@ class Listener:
         utterances: asyncio.Queue[Utterance],
     ) -> None:
         capture.append(frame)
-        event = seg.process(FRAME_S, await self._is_speech(frame))
+        # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
+        # (probability a little under the threshold) still counts as speech.
+        threshold = self.cfg.vad_threshold - (SPEECH_HYSTERESIS if seg.in_utterance else 0.0)
+        event = seg.process(FRAME_S, await self.vad.probability(frame) >= threshold)
         if isinstance(event, UtteranceStarted):
             self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         elif isinstance(event, UtteranceEnded):
