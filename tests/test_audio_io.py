@@ -230,3 +230,39 @@ async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> 
     details = [e.detail for e in events if isinstance(e, AudioDeviceProblem) and e.device == "default"]
     assert any("the stream stopped" in d for d in details), details  # the microphone's
     assert any("the stream failed" in d for d in details), details  # the speaker's
+
+
+def test_a_bed_left_by_a_killed_process_is_reaped(virtual_audio: VirtualAudio) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tools.audiobed import reap_stale
+
+    script = "from tools.audiobed import VirtualAudio; import time; b = VirtualAudio().start(); "
+    script += "print(b.dir, flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        bed_dir = Path(proc.stdout.readline().strip())
+        pids = [int(p) for p in (bed_dir / "pids").read_text().split()]
+    finally:
+        proc.send_signal(signal.SIGKILL)  # no atexit, no cleanup: its daemons live on
+        proc.wait()
+    assert all(Path(f"/proc/{p}").exists() for p in pids)
+    reap_stale()
+    assert not bed_dir.exists()
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+    assert virtual_audio.pactl("get-default-sink") == "iris_speaker"  # a live bed is left alone
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -268,7 +268,7 @@ class VirtualAudio:
         env.pop("PULSE_SERVER", None)
         log = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115  (the child owns it)
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -279,6 +279,9 @@ class VirtualAudio:
             )
         finally:
             log.close()
+        with open(self.dir / "pids", "a") as f:  # for reap_stale() should this process die abruptly
+            f.write(f"{proc.pid}\n")
+        return proc
 
     def _try_pactl(self, *args: str) -> bool:
         try:
@@ -412,6 +415,7 @@ def _reinit_portaudio() -> None:
 def main(argv: list[str] | None = None) -> int:
     """``audiobed.py [-- CMD ...]``: run CMD (default ``$SHELL``) inside a bed."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the bed on SIGTERM too
     if argv[:1] == ["--"]:
         argv = argv[1:]
     with VirtualAudio() as bed:

@@ -62,6 +62,8 @@ def sounddevice() -> ModuleType:
         raise AudioError(
             "audio-unavailable", f"PortAudio is not installed (apt install libportaudio2): {exc}"
         ) from None
+    except ImportError as exc:
+        raise AudioError("audio-unavailable", f"the sounddevice package is missing: {exc}") from None
     return sd
 
 

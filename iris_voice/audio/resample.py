@@ -14,7 +14,12 @@ def to_int16(samples: np.ndarray) -> np.ndarray:
     """int16 mono samples from int16 or float (-1..1) input, 1-D or frames×channels."""
     x = np.asarray(samples)
     if x.ndim == 2:
-        x = x.mean(axis=1) if x.shape[1] > 1 else x[:, 0]
+        if x.shape[1] == 1:
+            x = x[:, 0]
+        elif np.issubdtype(x.dtype, np.floating):
+            x = x.mean(axis=1)
+        else:  # integer channels: average in int32 so the result stays integer PCM
+            x = x.astype(np.int32).sum(axis=1) // x.shape[1]
     if x.dtype == np.int16:
         return x
     if np.issubdtype(x.dtype, np.floating):
