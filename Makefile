@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures test test-fast lint format demo bench bench-speech clean
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio clean
 
 setup: venv models fixtures
 
@@ -31,7 +31,20 @@ fixtures: $(IRIS_CACHE)/fixtures/.stamp
 $(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/tts.py | venv
 	$(BIN)/python tools/make_fixtures.py --quiet
 
-test: setup
+# Debian packages for the virtual-audio test bed (tools/audiobed.py), PortAudio, and
+# espeak-ng (a second voice for the spoken fixtures):
+# installed only when dpkg says one is missing (sudo when not root).
+AUDIO_DEBS := pipewire pipewire-pulse wireplumber pipewire-alsa pulseaudio-utils dbus-user-session libportaudio2 sox espeak-ng
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+audio-deps:
+	@dpkg -s $(AUDIO_DEBS) >/dev/null 2>&1 || { \
+	  echo "installing $(AUDIO_DEBS)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 $(AUDIO_DEBS) \
+	  || { $(SUDO) apt-get update -q && \
+	       $(SUDO) apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 $(AUDIO_DEBS); }; }
+
+test: setup audio-deps
 	$(BIN)/python -m pytest -ra
 
 test-fast: venv
@@ -52,6 +65,9 @@ bench: setup
 
 bench-speech: setup
 	$(BIN)/python tools/bench_speech.py
+
+bench-audio: venv audio-deps
+	$(BIN)/python tools/bench_audio.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -37,3 +37,7 @@ class ToolError(IrisError):
 
 class SpeechError(IrisError):
     """A speech engine (wake word, VAD, STT, TTS) could not load its model or failed to run."""
+
+
+class AudioError(IrisError):
+    """A microphone, speaker or audio file could not be used (the message says which and why)."""

@@ -61,3 +61,20 @@ def speech_manifest() -> dict:
 
     ensure_fixtures()
     return load_manifest()
+
+
+@pytest.fixture(scope="session")
+def virtual_audio():
+    """A private PipeWire session (tools/audiobed.py) with iris_speaker, iris_micfeed and
+    iris_mic, and this process's PortAudio pointed at it. Skips when the apt packages are
+    missing (``make audio-deps`` installs them)."""
+    from tools.audiobed import VirtualAudio, missing
+
+    gone = missing()
+    if gone:
+        reason = f"virtual audio needs {', '.join(gone)} (run `make audio-deps`)"
+        print(f"\nskipping audio tests: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    with VirtualAudio() as bed:
+        bed.use_in_process()
+        yield bed
