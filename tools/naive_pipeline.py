@@ -87,7 +87,12 @@ class NaivePipeline:
             "reply": reply,
             "rounds": rounds,
             "audio_s": round(sum(len(a) for a in audio) / self.tts.sample_rate, 2),
-            "timings_ms": {"vad_hangover": hangover_ms, "stt": ms(t0, t1), "llm": ms(t1, t2), "tts": ms(t2, t3)},
+            "timings_ms": {
+                "vad_hangover": hangover_ms,
+                "stt": ms(t0, t1),
+                "llm": ms(t1, t2),
+                "tts": ms(t2, t3),
+            },
             "first_audio_ms": round(hangover_ms + (t3 - t0) * 1000, 1),
         }
 
