@@ -95,15 +95,20 @@ def cmd_timers(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_devices(args: argparse.Namespace, cfg: Config) -> int:
-    """List audio devices (PortAudio's view, as the daemon sees them)."""
-    from iris_voice.audio.devices import list_devices
+    """List audio devices (PortAudio's view, as the daemon sees them) and which ones IRIS uses."""
+    from dataclasses import asdict
+
+    from iris_voice.audio.devices import describe, list_devices, resolve
 
     devices = list_devices()
     if args.json:
-        print(json.dumps([d.__dict__ for d in devices], indent=2))
+        print(json.dumps([asdict(d) for d in devices], indent=2))
         return 0
-    for d in devices:
-        print(d.describe())
+    print(f"input devices:  {describe(devices, 'input')}")
+    print(f"output devices: {describe(devices, 'output')}   (* = system default)")
+    for kind, value in (("input", cfg.audio.input_device), ("output", cfg.audio.output_device)):
+        chosen = resolve(value, kind)
+        print(f"IRIS {kind}: {chosen.index} {chosen.name}  (audio.{kind}_device = {value!r})")
     return 0
 
 

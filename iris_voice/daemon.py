@@ -98,7 +98,11 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         try:
-            took = await warm_up(self._build())
+            engines = self._build()
+            open_early = getattr(self._sink, "open", None)
+            if open_early is not None:  # the first reply must not wait for the device to open
+                await open_early()
+            took = await warm_up(engines)
             control = ControlServer(self.commands.handlers())
             await control.start()
             sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")

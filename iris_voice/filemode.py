@@ -29,6 +29,31 @@ from iris_voice.tools.builtin import build_registry
 log = logging.getLogger(__name__)
 
 
+class NullSink:
+    """An AudioSink that keeps nothing (file mode without ``--out``)."""
+
+    def __init__(self) -> None:
+        self._seconds = 0.0
+
+    async def play(self, chunk, sample_rate: int) -> None:
+        """Count the audio as played at once."""
+        self._seconds += len(chunk) / sample_rate
+
+    async def drain(self) -> None:
+        """Nothing is pending."""
+
+    def stop(self) -> float:
+        """Nothing to drop."""
+        return 0.0
+
+    def played_seconds(self) -> float:
+        """Everything given so far."""
+        return self._seconds
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
 class FileTurns:
     """Runs voice turns from WAV files with warm engines (reusable across files)."""
 

@@ -96,6 +96,8 @@ class VoicePipeline:
         self.utterances: asyncio.Queue[Utterance] = asyncio.Queue(2)
         self.turns: deque[dict[str, Any]] = deque(maxlen=20)
         """Traces of the latest turns, newest last (``iris status``)."""
+        self.turn_count = 0
+        """Turns answered since start (voice and typed)."""
         self.speech_lock = asyncio.Lock()
         """Held while anything plays: a reply, an announcement, ``iris say``."""
         self._turn: asyncio.Task[None] | None = None
@@ -206,6 +208,7 @@ class VoicePipeline:
                     pass
         result = trace.to_dict()
         self.turns.append(result)
+        self.turn_count += 1
         return result
 
     # -- one voice turn ---------------------------------------------------------------
@@ -278,5 +281,12 @@ class VoicePipeline:
         t["llm_first_token"] = t.pop("first_token", None)
         t["tts_first_audio"] = reply.tts_first_ms
         t["total"] = round(utt.hangover_s * 1000 + (self._clock() - utt.decided_at) * 1000, 1)
+        # A speaker sink knows when the first sample went to the device, a few ms after it
+        # was handed over; a later value belongs to a later burst (a gap between sentences).
+        device_at = getattr(self.sink, "first_sample_at", None)
+        if reply.first_audio_at is not None and device_at is not None:
+            if 0 <= device_at - reply.first_audio_at < 0.3:
+                t["first_audio_ms"] = round(utt.hangover_s * 1000 + (device_at - utt.decided_at) * 1000, 1)
         result["first_audio_ms"] = t.get("first_audio_ms")
         self.turns.append(result)
+        self.turn_count += 1

@@ -67,6 +67,7 @@ class DaemonCommands:
                 "p95": percentile(firsts, 95),
                 "n": len(firsts),
             },
+            "turn_count": p.turn_count,
             "turns": turns[-5:],
         }
 

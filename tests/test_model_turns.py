@@ -125,3 +125,10 @@ def test_cli_ask_with_dead_server_says_what_to_do(ollama_server, tmp_path):
     proc = run_cli(ollama_server, tmp_path, "ask", "hello", host="http://127.0.0.1:9")
     assert proc.returncode == 69
     assert "llm-unreachable" in proc.stderr and "ollama serve" in proc.stderr
+
+
+@pytest.mark.parametrize("keep_alive", ["-1", "0", "45m"])
+async def test_every_documented_keep_alive_is_accepted(ollama_server, tmp_path, keep_alive):
+    """``-1`` (forever) and ``0`` are numbers to Ollama; as strings it rejects "-1"."""
+    loop, _ = make_loop(ollama_server, tmp_path, keep_alive=keep_alive)
+    await loop.warmup()

@@ -17,6 +17,7 @@ import numpy as np
 import ollama
 
 from iris_voice.config import Config
+from iris_voice.llm.client import keep_alive_value
 from iris_voice.llm.loop import FALLBACK_REPLY, LIMIT_NOTE
 from iris_voice.llm.render import render
 from iris_voice.llm.textcalls import extract_calls, strip_markup
@@ -50,7 +51,7 @@ class NaivePipeline:
             allow = calls_made < llm.max_tool_calls
             resp = await self.client.chat(
                 model=llm.model, messages=messages, tools=self.tools if allow else None, stream=False,
-                options={"num_ctx": llm.num_ctx, "temperature": llm.temperature}, keep_alive=llm.keep_alive,
+                options={"num_ctx": llm.num_ctx, "temperature": llm.temperature}, keep_alive=keep_alive_value(llm.keep_alive),
             )  # fmt: skip
             msg = resp.message
             content = msg.content or ""

@@ -69,6 +69,15 @@ class ModelInfo:
     context_length: int | None = None
 
 
+def keep_alive_value(value: str) -> str | float:
+    """Ollama reads a bare number as seconds but parses a string as a Go duration, where
+    "-1" (forever) is invalid: send numbers as numbers, durations ("30m") as strings."""
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def translate(exc: BaseException, host: str, model: str) -> LlmError:
     """Map a client or transport exception to one LlmError (the single place this happens)."""
     if isinstance(exc, LlmError):
@@ -124,7 +133,7 @@ class OllamaBackend:
                 stream=True,
                 think=cfg.think if cfg.think else None,
                 options={**self._options(), **(options or {})},
-                keep_alive=cfg.keep_alive,
+                keep_alive=keep_alive_value(cfg.keep_alive),
             )
             async for part in parts:
                 msg = part.message
