@@ -48,6 +48,7 @@ class Daemon:
         self._source = source
         self._sink = sink
         self._stopping = asyncio.Event()
+        self._llm_settled = asyncio.Event()
         self.llm_reachable: bool | None = None
         self.llm_error = ""
 
@@ -105,9 +106,6 @@ class Daemon:
             took = await warm_up(engines)
             control = ControlServer(self.commands.handlers())
             await control.start()
-            sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")
-            log.info("IRIS %s ready (%s; stt %.0f ms, tts %.0f ms warm-up)",
-                     __version__, self.cfg.audio.activation, took["stt"], took["tts"])  # fmt: skip
             async with asyncio.TaskGroup() as tg:
                 tasks = [
                     tg.create_task(self.pipeline.run(self._source), name="pipeline"),
@@ -115,6 +113,16 @@ class Daemon:
                     tg.create_task(self.alarms.run(), name="alarms"),
                     tg.create_task(self._connect_llm(), name="llm-connect"),
                 ]
+                # The first question should not pay for loading the language model and its
+                # prompt: wait for the first attempt (bounded), but never for a dead server.
+                waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, self._stopping)]
+                await asyncio.wait(waits, timeout=self.cfg.llm.request_timeout_s, return_when="FIRST_COMPLETED")
+                for w in waits:
+                    w.cancel()
+                sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")
+                log.info("IRIS %s ready (%s; stt %.0f ms, tts %.0f ms warm-up; language model %s)",
+                         __version__, self.cfg.audio.activation, took["stt"], took["tts"],
+                         "ready" if self.llm_reachable else "not reachable yet")  # fmt: skip
                 await self._stopping.wait()
                 sd_notify("STOPPING=1")
                 log.info("stopping")
@@ -140,12 +148,14 @@ class Daemon:
                 if self.llm_reachable is False:
                     log.info("language model reachable again at %s", self.cfg.llm.host)
                 self.llm_reachable, self.llm_error = True, ""
+                self._llm_settled.set()
                 return
             except LlmError as exc:
                 first = self.llm_reachable is None
                 self.llm_reachable, self.llm_error = False, exc.message
                 self.bus.publish(LlmUnavailable(exc.code, exc.message))
                 log.warning("%s [%s]", exc.message, exc.code)
+                self._llm_settled.set()
                 if first:  # said once; the retries that follow are only logged
                     await self.pipeline.announce(NOT_REACHABLE_AT_START)
             await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
