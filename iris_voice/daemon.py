@@ -116,7 +116,8 @@ class Daemon:
                 # The first question should not pay for loading the language model and its
                 # prompt: wait for the first attempt (bounded), but never for a dead server.
                 waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, self._stopping)]
-                await asyncio.wait(waits, timeout=self.cfg.llm.request_timeout_s, return_when="FIRST_COMPLETED")
+                limit = self.cfg.llm.request_timeout_s
+                await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
                 for w in waits:
                     w.cancel()
                 sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")

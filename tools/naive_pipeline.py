@@ -51,7 +51,8 @@ class NaivePipeline:
             allow = calls_made < llm.max_tool_calls
             resp = await self.client.chat(
                 model=llm.model, messages=messages, tools=self.tools if allow else None, stream=False,
-                options={"num_ctx": llm.num_ctx, "temperature": llm.temperature}, keep_alive=keep_alive_value(llm.keep_alive),
+                options={"num_ctx": llm.num_ctx, "temperature": llm.temperature},
+                keep_alive=keep_alive_value(llm.keep_alive),
             )  # fmt: skip
             msg = resp.message
             content = msg.content or ""

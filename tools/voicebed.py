@@ -104,7 +104,8 @@ class LiveDaemon:
         if not self.wait_notice("READY=1", timeout):
             code = self.proc.poll()
             self.kill()
-            raise RuntimeError(f"iris run sent no READY=1 in {timeout:.0f} s (exit {code}):\n{self.log_tail()}")
+            tail = self.log_tail()
+            raise RuntimeError(f"iris run sent no READY=1 in {timeout:.0f} s (exit {code}):\n{tail}")
         return self
 
     def wait_notice(self, wanted: str, timeout: float) -> bool:
