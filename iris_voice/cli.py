@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         ("stop", "stop speaking and dismiss a ringing timer"),
         ("mute", "stop listening to the microphone"),
         ("unmute", "listen to the microphone again"),
+        ("forget", "start a new conversation: forget what was said so far"),
     ):
         sub.add_parser(name, help=what)
     say = sub.add_parser("say", help="speak a text")
@@ -196,7 +197,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     **{
         n: _voice(n)
-        for n in ("run", "status", "listen", "stop", "mute", "unmute", "say", "timers", "devices")
+        for n in ("run", "status", "listen", "stop", "mute", "unmute", "forget", "say", "timers", "devices")
     },
 }
 

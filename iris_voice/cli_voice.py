@@ -44,7 +44,9 @@ def _simple(cmd: str):
     return run
 
 
-cmd_listen, cmd_stop, cmd_mute, cmd_unmute = (_simple(c) for c in ("listen", "stop", "mute", "unmute"))
+cmd_listen, cmd_stop, cmd_mute, cmd_unmute, cmd_forget = (
+    _simple(c) for c in ("listen", "stop", "mute", "unmute", "forget")
+)
 
 
 def cmd_say(args: argparse.Namespace, cfg: Config) -> int:

@@ -37,7 +37,7 @@ class DaemonCommands:
         return {
             "ping": self.ping, "status": self.status, "listen": self.listen, "stop": self.stop,
             "mute": self.mute, "unmute": self.unmute, "say": self.say, "ask": self.ask,
-            "timers": self.timers,
+            "timers": self.timers, "forget": self.forget,
         }  # fmt: skip
 
     def snapshot(self) -> dict[str, Any]:
@@ -129,6 +129,12 @@ class DaemonCommands:
         except LlmError as exc:
             raise IrisError(exc.code, exc.message) from None
         return {"trace": trace}
+
+    async def forget(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris forget``: start a new conversation (the model forgets what was said)."""
+        turns = len(self.d.chat.history)
+        self.d.chat.reset()
+        return {"forgotten_turns": turns}
 
     async def timers(self, req: dict[str, Any]) -> dict[str, Any]:
         """``iris timers [list|cancel WHICH]``."""

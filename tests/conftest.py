@@ -78,3 +78,12 @@ def virtual_audio():
     with VirtualAudio() as bed:
         bed.use_in_process()
         yield bed
+
+
+@pytest.fixture(scope="session")
+def judge(speech_manifest):
+    """Whisper base: a second, larger ear that judges what IRIS said in a recording."""
+    from iris_voice.config import SttConfig
+    from iris_voice.stt import FasterWhisperTranscriber
+
+    return FasterWhisperTranscriber(SttConfig(model="base"))

@@ -94,6 +94,8 @@ class LiveDaemon:
         """Start ``iris run`` and wait for READY=1; raises with the log tail if it never comes."""
         notify_path = self.workdir / "notify.sock"
         notify_path.unlink(missing_ok=True)
+        if self._notify is not None:
+            self._notify.close()
         self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._notify.bind(str(notify_path))
         self.notices = []

@@ -1,0 +1,42 @@
+"""Helpers of the end-to-end voice tests: play a question, listen to the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+
+
+def heard(judge, samples: np.ndarray) -> str:
+    """What a listener hears in a recording (16 kHz int16)."""
+    return asyncio.run(judge.transcribe(samples)).lower()
+
+
+def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[tuple[float, float]]:
+    """(start, end) seconds of the stretches that are not silent."""
+    n = int(rate * block)
+    blocks = samples[: len(samples) // n * n].reshape(-1, n).astype(np.float32)
+    loud = np.sqrt((blocks**2).mean(axis=1)) > 300
+    spans, start = [], None
+    for i, on in enumerate(loud):
+        if on and start is None:
+            start = i
+        if not on and start is not None:
+            spans.append((start * block, i * block))
+            start = None
+    if start is not None:
+        spans.append((start * block, len(loud) * block))
+    return spans
+
+
+def ask(bed, iris, name: str, settle: float = 0.8) -> tuple[dict, np.ndarray]:
+    """Play a spoken fixture into the microphone; the turn's trace and what the speaker played."""
+    from tools.fixtures import fixture
+
+    count = iris.status()["turn_count"]
+    rec = bed.record_speaker()
+    bed.play_into_mic(fixture(name))
+    turn = iris.wait_turn(after=count)
+    time.sleep(settle)
+    return turn, rec.stop()
