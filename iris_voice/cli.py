@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     tc.add_argument("name")
     tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")
 
-    ask = sub.add_parser("ask", help="one text turn with the assistant")
+    ask = sub.add_parser("ask", help="one text turn with the assistant (through the planner in boost mode)")
     ask.add_argument("text")
     ask.add_argument("--json", action="store_true", help="print the turn's trace as JSON")
 
@@ -103,13 +103,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
-    from iris_voice.llm.client import OllamaBackend
-    from iris_voice.llm.loop import ChatLoop
+    from iris_voice.llm.responder import build_responder
     from iris_voice.llm.trace import TurnTrace
     from iris_voice.tools.builtin import build_registry
 
     registry, _ = build_registry(cfg)
-    loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
+    loop = build_responder(cfg, registry)  # boost mode when [boost] enabled
     trace = TurnTrace(text=text)
     async for sentence in loop.sentences(text, trace):
         if not as_json:
