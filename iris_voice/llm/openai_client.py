@@ -112,6 +112,7 @@ class OpenAIBackend:
         timings: dict[str, Any] = {}
         t0 = time.perf_counter()
         first: float | None = None
+        deltas = 0
         try:
             async with (
                 httpx.AsyncClient(timeout=self._timeout, transport=self._transport) as http,
@@ -133,6 +134,7 @@ class OpenAIBackend:
                         text = (choice.get("delta") or {}).get("content") or ""
                         if text:
                             first = first or time.perf_counter()
+                            deltas += 1
                             yield ChatChunk(content=text)
         except (LlmError, GeneratorExit):
             raise
@@ -142,7 +144,8 @@ class OpenAIBackend:
         yield ChatChunk(
             done=True,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            # Servers that send no usage (llama-cpp-python's) stream one token per delta.
+            completion_tokens=int(usage.get("completion_tokens") or deltas),
             # Server timings when it sends them; else measured here (time to first token).
             prompt_ms=float(timings.get("prompt_ms") or ((first or end) - t0) * 1000),
             eval_ms=float(timings.get("predicted_ms") or (end - (first or end)) * 1000),
