@@ -273,3 +273,30 @@ def test_build_responder_picks_boost_only_when_enabled(tmp_path):
     assert isinstance(boost.planner, OllamaBackend)
     assert boost.planner.name == "big at http://h:1"  # the ollama planner defaults to llm.host
     assert boost.planner.cfg.temperature == 0.7 and boost.planner.cfg.request_timeout_s == 30.0
+
+
+async def test_doctor_checks_the_planner_when_boost_is_enabled(monkeypatch):
+    from iris_voice.config import parse
+
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    from iris_voice.llm.doctor import run_checks
+
+    cfg = parse(
+        {
+            "llm": {"host": "http://127.0.0.1:9"},
+            "boost": {
+                "enabled": True,
+                "backend": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "model": "m",
+            },
+        }
+    )
+    lines = await run_checks(cfg)
+    assert lines[0][0] is False and "cannot reach the Ollama server" in lines[0][1]
+    ok, line = lines[-1]
+    assert ok is False
+    assert line.startswith(
+        "boost planner: cannot reach the OpenAI-compatible server at http://127.0.0.1:9/v1"
+    )
+    assert len(await run_checks(cfg.model_copy(update={"boost": BoostConfig()}))) == 1
