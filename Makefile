@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio clean
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio bench-boost clean
 
 setup: venv models fixtures
 
@@ -68,6 +68,10 @@ bench-speech: setup
 
 bench-audio: venv audio-deps
 	$(BIN)/python tools/bench_audio.py
+
+# Boost mode (planner -> executor) vs direct on 12 questions, with the real model.
+bench-boost: setup
+	$(BIN)/python tools/bench_boost.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

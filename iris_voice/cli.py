@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     tc.add_argument("name")
     tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")
 
-    ask = sub.add_parser("ask", help="one turn with the assistant: typed, or spoken from a WAV file")
+    ask = sub.add_parser("ask", help="one turn: typed, or spoken in a WAV file")
     ask.add_argument("text", nargs="?", help="the question (leave out with --wav)")
     ask.add_argument("--json", action="store_true", help="print the turn's trace as JSON")
     ask.add_argument("--wav", metavar="IN", help="a WAV file with the spoken question (file mode)")
@@ -129,13 +129,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
-    from iris_voice.llm.client import OllamaBackend
-    from iris_voice.llm.loop import ChatLoop
+    from iris_voice.llm.responder import build_responder
     from iris_voice.llm.trace import TurnTrace
     from iris_voice.tools.builtin import build_registry
 
     registry, _ = build_registry(cfg)
-    loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
+    loop = build_responder(cfg, registry)  # boost mode when [boost] enabled
     trace = TurnTrace(text=text)
     async for sentence in loop.sentences(text, trace):
         if not as_json:

@@ -132,6 +132,62 @@ class TtsConfig(_Section):
     volume: Annotated[float, Field(gt=0, le=2)] = 1.0
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class BoostConfig(_Section):
+    """Boost mode: a planner model directs the local model's tool calls (llm/boost.py)."""
+
+    enabled: bool = False
+    backend: Literal["ollama", "openai"] = "ollama"
+    """Where the planner runs: an Ollama model, or an OpenAI-compatible ``/v1/chat/completions``."""
+    model: str = ""
+    """Planner model; "" = ``llm.model`` for the ollama backend (required for openai)."""
+    base_url: str = ""
+    """Ollama: "" = ``llm.host``. OpenAI: the API root that ends in ``/v1`` (required)."""
+    api_key_env: str = ""
+    """NAME of the environment variable holding the API key (never the key); "" = no key."""
+    max_loops: Annotated[int, Field(ge=1, le=10)] = 3
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
+    """Longest wait for one whole planner reply."""
+    when: Literal["always", "tools"] = "always"
+    """``tools``: only requests with tool words (numbers, time, timers…) go to the planner."""
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.2
+    tool_format: Literal["concise", "text"] = "concise"
+    """How the tools are written into the planner's prompt."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError(f"must be an http:// or https:// URL, not {value!r}")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str) -> str:
+        if value and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the NAME of an environment variable that holds the key "
+                "(e.g. OPENAI_API_KEY), not the key itself"
+            )
+        return value
+
+    def problems(self) -> list[str]:
+        """Errors that involve two keys, as ``boost.key: reason`` lines (checked only when enabled)."""
+        if not self.enabled or self.backend != "openai":
+            return []
+        out = []
+        if not self.base_url:
+            out.append(
+                'boost.base_url: is required when boost.backend is "openai" (e.g. http://host:8000/v1)'
+            )
+        if not self.model:
+            out.append('boost.model: is required when boost.backend is "openai"')
+        return out
+
+
 class Config(_Section):
     """The whole configuration."""
 
@@ -141,6 +197,7 @@ class Config(_Section):
     wake: WakeConfig = WakeConfig()
     stt: SttConfig = SttConfig()
     tts: TtsConfig = TtsConfig()
+    boost: BoostConfig = BoostConfig()
 
 
 def normalize_host(value: str) -> str:
@@ -196,6 +253,8 @@ def parse(data: dict[str, Any], source: str = "") -> Config:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc), source) from None
+    if cfg.boost.problems():
+        raise ConfigError(cfg.boost.problems(), source)
     host = os.environ.get("OLLAMA_HOST")
     if host:
         try:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tools.fetch_models import gguf_path
-from tools.testbed import ServerHandle, start_server
+from tools.testbed import ServerHandle, start_openai_server, start_server
 
 NO_TOOLS_MODEL = "qwen-notools"
 """A second name for the same GGUF whose capabilities lack "tools" (for IRIS's text fallback)."""
@@ -87,3 +87,22 @@ def judge(speech_manifest):
     from iris_voice.stt import FasterWhisperTranscriber
 
     return FasterWhisperTranscriber(SttConfig(model="base"))
+
+
+@pytest.fixture(scope="session")
+def openai_server() -> Iterator[ServerHandle]:
+    """llama-cpp-python's OpenAI-compatible server on the same GGUF (model alias ``planner``),
+    for boost mode's OpenAI backend. Skips when the model or the server's packages are missing."""
+    reason = _why_no_model()
+    missing = [
+        m
+        for m in ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        reason = f"llama_cpp.server needs {', '.join(missing)} (requirements/dev.txt)"
+    if reason:
+        print(f"\nskipping OpenAI-server tests: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    with start_openai_server(alias="planner") as server:
+        yield server

@@ -109,3 +109,40 @@ def start_server(
         if isinstance(exc, queue.Empty):
             raise RuntimeError(f"test server did not start within {timeout} s: {cmd}") from None
         raise
+
+
+def start_openai_server(
+    model_path: str | os.PathLike | None = None, *, alias: str = "planner", timeout: float = 180
+) -> ServerHandle:
+    """llama-cpp-python's own OpenAI-compatible server on the GGUF, on a free port.
+
+    ``url`` is the API root (``http://127.0.0.1:PORT/v1``) and ``alias`` the model name
+    it answers to. Ready once ``GET /v1/models`` answers; stopped like ``start_server``.
+    """
+    import httpx
+
+    if model_path is None:
+        model_path = gguf_path()
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", alias,
+        "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "4096",
+        "--verbose", "False",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines: queue.Queue[str | None] = queue.Queue()
+    output: list[str] = []
+    threading.Thread(target=_pump, args=(proc.stdout, lines, output), daemon=True).start()
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited with code {proc.returncode}: {output[-5:]}")
+        try:
+            if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
+                return ServerHandle(proc, url, port, output)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    ServerHandle(proc, url, port, output).stop()
+    raise RuntimeError(f"llama_cpp.server did not start within {timeout} s: {cmd}")

@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from iris_voice.config import Config
-from iris_voice.errors import LlmError
+from iris_voice.errors import ConfigError, LlmError
 from iris_voice.llm.client import OllamaBackend
 
 
 async def run_checks(cfg: Config) -> list[tuple[bool, str]]:
     """Each check as (passed, one line with the fix when it failed)."""
+    results = await _local_checks(cfg)
+    if cfg.boost.enabled:
+        results.append(await _planner_check(cfg))
+    return results
+
+
+async def _planner_check(cfg: Config) -> tuple[bool, str]:
+    """Does boost mode's planner answer? (Without it IRIS still answers, with the local model.)"""
+    from iris_voice.llm.boost import planner_backend
+
+    try:
+        planner = planner_backend(cfg)
+    except ConfigError as exc:
+        return False, f"boost planner: {exc.message}"
+    try:
+        async with asyncio.timeout(cfg.boost.timeout_s):
+            async for _ in planner.stream([{"role": "user", "content": "Say OK."}], None, {"num_predict": 1}):
+                pass
+    except LlmError as exc:
+        return False, f"boost planner: {exc.message} (until it answers, the local model answers alone)"
+    except TimeoutError:
+        return (
+            False,
+            f"boost planner: {planner.name} gave no reply within boost.timeout_s = {cfg.boost.timeout_s}",
+        )
+    return True, f"boost planner: {planner.name} answers"
+
+
+async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
     backend = OllamaBackend(cfg.llm)
     results: list[tuple[bool, str]] = []
     try:

@@ -12,6 +12,7 @@ reuses its prompt cache; history is bounded by turns and tokens and reset when i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -32,6 +33,11 @@ log = logging.getLogger(__name__)
 
 FALLBACK_REPLY = "Sorry, I could not work that out."
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
+
+
+Producer = Callable[[list[dict[str, Any]], TurnTrace], AsyncIterator[str]]
+"""What makes a turn's sentences from its messages: ``ChatLoop.run_rounds`` or a wrapper
+around it (boost mode). It may append to the turn's messages, which become its history."""
 
 
 def speakable(sentence: str) -> str:
@@ -122,11 +128,15 @@ class ChatLoop:
             pass
         return trace
 
-    async def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+    async def sentences(
+        self, text: str, trace: TurnTrace | None = None, *, producer: Producer | None = None
+    ) -> AsyncIterator[str]:
         """Run one turn, yielding the reply sentence by sentence.
 
         If the consumer stops early (barge-in), only the sentences it received are
         kept in the history. LlmError propagates; the failed turn is not remembered.
+        ``producer`` replaces the tool loop (``run_rounds``) for this turn; the events,
+        the fallback reply and the history stay this method's job either way.
         """
         trace = trace if trace is not None else TurnTrace(text=text)
         now = self._clock()
@@ -137,14 +147,16 @@ class ChatLoop:
         spoken: list[str] = []
         completed = False
         try:
-            async for sentence in self._rounds(turn, trace):
-                if spoken and sentence == spoken[-1]:
-                    continue  # small models sometimes repeat their last sentence verbatim
-                spoken.append(sentence)
-                self._publish(SentenceReady(sentence, len(spoken) - 1))
-                if trace.first_sentence_ms is None:
-                    trace.first_sentence_ms = trace.elapsed_ms()
-                yield sentence
+            # aclosing: a consumer that stops early (barge-in) also stops the producer now.
+            async with contextlib.aclosing((producer or self.run_rounds)(turn, trace)) as rounds:
+                async for sentence in rounds:
+                    if spoken and sentence == spoken[-1]:
+                        continue  # small models sometimes repeat their last sentence verbatim
+                    spoken.append(sentence)
+                    self._publish(SentenceReady(sentence, len(spoken) - 1))
+                    if trace.first_sentence_ms is None:
+                        trace.first_sentence_ms = trace.elapsed_ms()
+                    yield sentence
             if not spoken:
                 ok = [c for c in trace.tool_calls if c["ok"]]
                 fallback = ok[-1]["result"] if ok else FALLBACK_REPLY
@@ -158,21 +170,24 @@ class ChatLoop:
             trace.reply = reply
             trace.execution_path = trace.execution_path or self.mode
             trace.finish()
-            if spoken and (completed or trace.rounds):
+            if spoken:  # a cut-off turn keeps what was said (a boost SUMMARY has no rounds)
                 turn.append({"role": "assistant", "content": reply})
                 self._remember(turn)
             self._last_turn_end = self._clock()
             if completed:
                 self._publish(TurnFinished(reply, trace.execution_path, trace.to_dict()))
 
-    async def _rounds(self, turn: list[dict[str, Any]], trace: TurnTrace) -> AsyncIterator[str]:
+    async def run_rounds(self, turn: list[dict[str, Any]], trace: TurnTrace) -> AsyncIterator[str]:
+        """The tool loop on ``turn`` (appended to in place): yields speakable sentences.
+
+        Publishes ``ToolCalled`` and fills ``trace``; no other events, no history.
+        """
         calls_made = 0
         limit = self.cfg.max_tool_calls
         seen: set[str] = set()
         while True:
             allow_tools = calls_made < limit and len(self.registry) > 0
             trace.rounds += 1
-            trace.execution_path = self.mode
             content, structured, said = "", [], 0
             async for sentence, chunk_content, chunk_calls in self._one_round(turn, allow_tools, trace):
                 if sentence is not None and (sentence := speakable(sentence)):
@@ -243,7 +258,6 @@ class ChatLoop:
             if exc.code == "llm-no-tools" and self.cfg.tool_mode == "auto" and self.mode == "native":
                 log.info("model does not support native tools; switching to text tool mode")
                 self.mode = "text"
-                trace.execution_path = "text"
                 async for item in self._one_round(turn, allow_tools, trace):
                     yield item
                 return
