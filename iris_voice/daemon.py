@@ -23,7 +23,7 @@ from iris_voice.errors import LlmError
 from iris_voice.events import EventBus, LlmUnavailable
 from iris_voice.listener import Listener
 from iris_voice.llm.client import OllamaBackend
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.llm.responder import build_responder
 from iris_voice.pipeline import VoicePipeline
 from iris_voice.runtime import InstanceLock, sd_notify
 from iris_voice.speaker import ReplySpeaker
@@ -65,8 +65,8 @@ class Daemon:
             self._sink = self._sink or SpeakerSink(cfg.audio, publish=self.bus.publish)
         eng = self._engines
         self.registry, self.timers = build_registry(cfg, self.bus.publish)
-        self.backend = OllamaBackend(cfg.llm)
-        self.chat = ChatLoop(self.backend, self.registry, cfg.llm, publish=self.bus.publish)
+        self.backend = OllamaBackend(cfg.llm)  # for iris status's reachability probe
+        self.chat = build_responder(cfg, self.registry, publish=self.bus.publish)
         listener = Listener(cfg.audio, eng.vad, eng.wake, self.bus.publish, wake_threshold=cfg.wake.threshold)
         if cfg.audio.activation != "wake_word" and cfg.audio.barge_in != "wake_word":
             listener.wake = None

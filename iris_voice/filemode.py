@@ -20,8 +20,9 @@ from iris_voice.config import Config
 from iris_voice.engines import Engines, build_engines, warm_up
 from iris_voice.events import EventBus
 from iris_voice.listener import Listener
-from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.loop import ChatLoop
+from iris_voice.llm.responder import Responder, build_responder
 from iris_voice.pipeline import VoicePipeline
 from iris_voice.speaker import ReplySpeaker
 from iris_voice.tools.builtin import build_registry
@@ -65,9 +66,10 @@ class FileTurns:
         self.engines = engines or build_engines(self.cfg, wake=False)
         self.bus = EventBus()
         self.registry, self.timers = build_registry(self.cfg, self.bus.publish)
-        self.chat = ChatLoop(
-            backend or OllamaBackend(self.cfg.llm), self.registry, self.cfg.llm, self.bus.publish
-        )
+        if backend is None:
+            self.chat: Responder = build_responder(self.cfg, self.registry, self.bus.publish)
+        else:  # a given backend (tests): the local loop alone
+            self.chat = ChatLoop(backend, self.registry, self.cfg.llm, self.bus.publish)
         self._warm = False
 
     async def warmup(self) -> dict[str, float]:
@@ -82,12 +84,12 @@ class FileTurns:
 
     async def run(self, wav_in: Path, wav_out: Path | None = None) -> list[dict[str, Any]]:
         """Answer every question spoken in ``wav_in``; the trace of each turn."""
-        from iris_voice.audio.playback import NullSink, WavSink, WavSource
+        from iris_voice.audio.files import WavSink, WavSource
 
         await self.warmup()
         # Trailing silence lets the endpointer finish a question that runs to the file's end.
         pad = self.cfg.audio.vad_hangover_ms / 1000 + 0.5
-        source = WavSource(wav_in, pad_seconds=pad)
+        source = WavSource(wav_in, trailing_silence_s=pad)
         sink = WavSink(wav_out, self.engines.tts.sample_rate) if wav_out else NullSink()
         eng = self.engines
         self.engines.vad.reset()

@@ -36,7 +36,7 @@ from iris_voice.events import (
     WakeWordDetected,
 )
 from iris_voice.listener import Listener, Utterance
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.llm.responder import Responder
 from iris_voice.llm.trace import TurnTrace
 from iris_voice.speaker import ReplySpeaker, SpokenReply
 from iris_voice.stt import Transcriber
@@ -76,7 +76,7 @@ class VoicePipeline:
         self,
         listener: Listener,
         stt: Transcriber,
-        responder: ChatLoop,
+        responder: Responder,
         speaker: ReplySpeaker,
         bus: EventBus,
         *,

@@ -135,6 +135,10 @@ class BoostLoop:
         """Forget the conversation."""
         self.chat.reset()
 
+    def amend_last_reply(self, heard: str) -> None:
+        """After a barge-in, keep only what was heard (the turn lives in the chat loop's history)."""
+        self.chat.amend_last_reply(heard)
+
     async def warmup(self) -> None:
         """Warm the local model, then the planner's prompt cache (a planner failure is only logged)."""
         await self.chat.warmup()

@@ -40,6 +40,10 @@ class Responder(Protocol):
         """Forget the conversation."""
         ...
 
+    def amend_last_reply(self, heard: str) -> None:
+        """After a barge-in, keep in the history only what the user heard of the last reply."""
+        ...
+
 
 def build_responder(
     cfg: Config, registry: ToolRegistry, publish: Callable[[Event], None] | None = None

@@ -1,0 +1,90 @@
+"""``iris ask --wav``: a whole voice turn from a file, with fakes and with the real models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iris_voice.config import Config, LlmConfig, ToolsConfig
+from iris_voice.engines import Engines
+from iris_voice.filemode import FileTurns
+from tests.fakes import ScriptedBackend
+from tests.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int = 16000) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(samples.astype(np.int16).tobytes())
+    return path
+
+
+async def test_file_turn_with_fakes(tmp_path):
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 1.0)))
+    engines = Engines(FakeStt("Hey Jarvis, say hi."), FakeTts(), FakeVad(), None)
+    cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
+    turns = await FileTurns(cfg, engines, ScriptedBackend("Hi there.")).run(wav, tmp_path / "out.wav")
+    (turn,) = turns
+    assert turn["transcript"] == "say hi." and turn["reply"] == "Hi there."
+    t = turn["timings_ms"]
+    # the file ends 1.0 s of speech after 0.5 s of silence: endpointing decides after the hangover
+    assert t["vad_hangover"] >= 300 and turn["first_audio_ms"] >= t["vad_hangover"]
+    with wave.open(str(tmp_path / "out.wav")) as w:
+        assert w.getframerate() == 16000 and w.getnframes() == 8000  # FakeTts: 0.5 s per sentence
+
+
+async def test_a_file_without_speech_has_no_turns(tmp_path):
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 1.0)))
+    engines = Engines(FakeStt(), FakeTts(), FakeVad(), None)
+    cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
+    assert await FileTurns(cfg, engines, ScriptedBackend()).run(wav) == []
+
+
+@pytest.mark.model
+@pytest.mark.speech
+@pytest.mark.timeout(600)
+def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_path):
+    from tools.fixtures import fixture
+    from tools.voicebed import write_config
+
+    config = write_config(tmp_path / "c.toml", {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}})
+    env = dict(
+        os.environ, OLLAMA_HOST=ollama_server.url, XDG_STATE_HOME=str(tmp_path), IRIS_CONFIG=str(config)
+    )
+    out = tmp_path / "answer.wav"
+    cmd = [sys.executable, "-m", "iris_voice.cli", "ask", "--wav", str(fixture("jarvis_multiply")),
+           "--out", str(out), "--json"]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=500)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    trace = json.loads(proc.stdout)
+    assert (
+        "twenty three times forty seven" in trace["transcript"].lower().replace("-", " ")
+        or "23" in trace["transcript"]
+    )
+    assert "1081" in trace["reply"].replace(",", "")
+    t = trace["timings_ms"]
+    for key in ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio", "total"):
+        assert isinstance(t[key], int | float) and t[key] > 0, key
+    assert trace["first_audio_ms"] >= t["vad_hangover"] + t["stt"]
+    with wave.open(str(out)) as w:
+        samples = np.frombuffer(w.readframes(w.getnframes()), np.int16)
+        rate = w.getframerate()
+    import asyncio
+
+    import soxr
+
+    said = asyncio.run(judge.transcribe(soxr.resample(samples, rate, 16000).astype(np.int16))).replace(
+        ",", ""
+    )
+    assert "1081" in said, said
