@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import numpy as np
@@ -11,6 +12,18 @@ import numpy as np
 def heard(judge, samples: np.ndarray) -> str:
     """What a listener hears in a recording (16 kHz int16)."""
     return asyncio.run(judge.transcribe(samples)).lower()
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words and numbers ("1,081" → "1081")."""
+    return re.findall(r"[a-z0-9']+", text.lower().replace(",", ""))
+
+
+def share_heard(reply: str, said: str) -> float:
+    """Share of the reply's words a listener heard."""
+    wanted = words(reply)
+    got = set(words(said))
+    return sum(w in got for w in wanted) / max(1, len(wanted))
 
 
 def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[tuple[float, float]]:
