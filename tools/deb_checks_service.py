@@ -122,12 +122,15 @@ def check_instance(unit: str, owner: str, user: str | None = None) -> str:
                 ("pulse_server", "PipeWire" in facts["pulse_server"]),
                 ("no_new_privs", facts["no_new_privs"] == "1"),
                 ("seccomp", facts["seccomp"] == "2"),
+                ("capture", not facts["capture"].startswith("error")),
+                ("models", not facts["models"].startswith("error")),
             )
             if not ok
         }
         if bad:
             raise Fail(f"{unit} in its sandbox: {bad}")
         detail += f"; PipeWire socket ok, pactl: {facts['pulse_server']}; seccomp, no_new_privs"
+        detail += f"; capture {facts['capture'][:60]}; models {facts['models'][:60]}"
     return detail
 
 
