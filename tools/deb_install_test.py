@@ -135,18 +135,21 @@ def stage(root: Path, debs: list[Path], upgrade: Path, params: dict) -> None:
     (wants / unit.name).symlink_to("/etc/systemd/system/" + unit.name)
 
 
-def boot(root: Path, scratch: Path) -> int:
-    """Boot the rootfs until the checks power it off; print their log as it grows."""
+def boot(root: Path, scratch: Path) -> tuple[int, float]:
+    """Boot the rootfs until the checks power it off; print their log as it grows.
+    Returns nspawn's exit status and the seconds until the checks started."""
     log = root / "srv" / "iris-test" / "log.txt"
     # No --private-network or --network-*: the container shares the host's network.
     cmd = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit", "--boot"]
     cmd.append("--console=pipe")  # the checks' results come from log.txt, not the console
     with (scratch / "nspawn.log").open("wb") as console:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT)
-        deadline, shown = time.monotonic() + BOOT_TIMEOUT_S, 0
+        start, started = time.monotonic(), 0.0
+        deadline, shown = start + BOOT_TIMEOUT_S, 0
         while proc.poll() is None:
-            time.sleep(0.5)
+            time.sleep(0.2)
             if log.exists():
+                started = started or time.monotonic() - start
                 text = log.read_text(errors="replace")
                 print(text[shown:], end="", flush=True)
                 shown = len(text)
@@ -157,10 +160,10 @@ def boot(root: Path, scratch: Path) -> int:
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-                return 124
+                return 124, started
         if log.exists():
             print(log.read_text(errors="replace")[shown:], end="", flush=True)
-    return proc.returncode
+    return proc.returncode, started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,20 +207,25 @@ def main(argv: list[str] | None = None) -> int:
         }
         stage(root, debs, upgrade, params)
         boot_start = time.monotonic()
-        rc = boot(root, scratch)
-        booted_s = time.monotonic() - boot_start
+        rc, boot_s = boot(root, scratch)
+        container_s = time.monotonic() - boot_start
         results_file = root / "srv" / "iris-test" / "results.json"
         if not results_file.exists():
             print(f"FAIL the checks wrote no results (nspawn exit {rc}); console log:", flush=True)
             print((scratch / "nspawn.log").read_text(errors="replace")[-4000:], flush=True)
             return 1
         results = json.loads(results_file.read_text())["results"]
-        by_step = {r["step"]: r["seconds"] for r in results}
-        install_s = next((s for n, s in by_step.items() if n.startswith("sudo apt install")), 0.0)
-        boot_s = next((s for n, s in by_step.items() if n.startswith("boot:")), 0.0)
-        phases.add("boot (to multi-user)", boot_s)
-        phases.add("install (apt)", install_s)
-        phases.add("checks", booted_s - boot_s - install_s, "(everything else in the container)")
+
+        def seconds(prefix: str) -> float:
+            return sum(r["seconds"] for r in results if r["step"].startswith(prefix))
+
+        phases.add("boot", boot_s, "(nspawn start to the checks' first line)")
+        install_s, upgrade_s, purge_s = seconds("sudo apt install"), seconds("upgrade"), seconds("apt purge")
+        phases.add("install", install_s, "(sudo apt install of both packages)")
+        checks_s = container_s - boot_s - install_s - upgrade_s - purge_s
+        phases.add("checks", checks_s, "(command, models, units, services; and the power-off)")
+        phases.add("upgrade", upgrade_s)
+        phases.add("purge", purge_s)
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)
