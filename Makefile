@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio bench-boost clean deb deb-deps test-deb
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb
 
 setup: venv models fixtures
 
@@ -62,6 +62,10 @@ demo: setup
 
 bench: setup
 	$(BIN)/python tools/bench_tools.py
+
+# Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline.
+bench-voice: setup audio-deps
+	$(BIN)/python tools/bench_voice.py
 
 bench-speech: setup
 	$(BIN)/python tools/bench_speech.py
