@@ -93,7 +93,8 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
     manifest = load_manifest()
     rows = []
     config = {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}}
-    with tempfile.TemporaryDirectory(prefix="iris-bench-") as tmp, VirtualAudio() as bed:
+    tmp = tempfile.mkdtemp(prefix="iris-bench-live-")  # kept: the daemon's log is the evidence
+    with VirtualAudio() as bed:
         with LiveDaemon(bed, server_url, Path(tmp), config) as iris:
             for name in names:
                 iris.request("forget")
@@ -126,6 +127,7 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
             c0, t0 = cpu(), time.monotonic()
             time.sleep(idle_s)
             idle = 100 * (cpu() - c0) / (time.monotonic() - t0)
+    print(f"  (daemon log: {iris.log_path})")
     return rows, round(idle, 2)
 
 
@@ -143,7 +145,7 @@ def report(iris_rows: list[dict], naive_rows: list[dict], live_rows: list[dict],
     print(f"  {'IRIS overhead':18} p50 {med(overhead)}  (first audio minus hangover + STT + LLM to first "
           "sentence + TTS of it)")  # fmt: skip
     print("\n== First audio (ms): p50 / p95, by group")
-    groups = sorted({BENCH[r["name"]][0] for r in iris_rows})
+    groups = sorted({BENCH[r["name"]][0] for r in iris_rows or live_rows})
     for group in [*groups, "all"]:
 
         def pick(rows, key="first_audio_ms", g=group):
@@ -159,7 +161,9 @@ def report(iris_rows: list[dict], naive_rows: list[dict], live_rows: list[dict],
             line += f"   daemon {percentile(d, 50)!s:>7}"
             line += f"   speaker {percentile(s, 50)!s:>7} / {percentile(s, 95)!s:>7}"
         print(line)
-    ratio = med([r["first_audio_ms"] for r in naive_rows]) / med([r["first_audio_ms"] for r in iris_rows])
+    ratio = 0.0
+    if iris_rows and naive_rows:
+        ratio = med([r["first_audio_ms"] for r in naive_rows]) / med([r["first_audio_ms"] for r in iris_rows])
     print(f"\n== naive / IRIS first audio (medians): {ratio:.2f}x   (goal >= 2.5x)")
     print(f"== IRIS overhead p50: {med(overhead)} ms   (goal <= 50 ms)")
     if idle is not None:
@@ -173,7 +177,7 @@ def report(iris_rows: list[dict], naive_rows: list[dict], live_rows: list[dict],
 
 async def amain(args: argparse.Namespace) -> int:
     ensure_fixtures()
-    names = list(BENCH)[: args.questions] if args.questions else list(BENCH)
+    names = args.only or (list(BENCH)[: args.questions] if args.questions else list(BENCH))
     from tools.testbed import start_server
 
     with tempfile.TemporaryDirectory(prefix="iris-bench-") as tmp, start_server() as server:
@@ -198,7 +202,9 @@ def main() -> int:
     """Command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--questions", type=int, default=0, help="only the first N questions")
+    p.add_argument("--only", nargs="*", help="only these questions (names from tools/fixtures.py BENCH)")
     p.add_argument("--no-live", action="store_true", help="skip the live daemon on virtual devices")
+    p.add_argument("--live-only", action="store_true", help="only the live daemon")
     p.add_argument("--idle-seconds", type=float, default=30.0)
     p.add_argument("--json", help="also write every row to this file")
     return asyncio.run(amain(p.parse_args()))
