@@ -185,7 +185,8 @@ class McpServerConnection:
             return f"MCP server '{self.name}' is still starting; try again in a few seconds"
         why = f": {self.last_error}" if self.last_error else ""
         wait = max(0.0, self._retry_at - time.monotonic())
-        return f"MCP server '{self.name}' is not available{why} (restarting in {wait:.0f} s)"
+        when = f"restarting in {wait:.1f} s" if wait > 0.05 else "restarting"
+        return f"MCP server '{self.name}' is not available{why} ({when})"
 
     async def wait_listed(self) -> tuple[types.Tool, ...]:
         """The tool list; waits up to ``start_wait_s`` while the server starts.
@@ -245,10 +246,12 @@ class McpServerConnection:
                 ready_at = await self._serve_once()
             except asyncio.CancelledError:
                 raise
-            except _ConnectionLost as lost:
-                ready_at = lost.args[0] if lost.args else None
             except Exception as exc:  # any failure of a server means a restart, never a daemon crash
-                self.last_error = describe_error(exc)
+                leaf = leaf_error(exc)  # anyio's task groups wrap what is raised in their body
+                if isinstance(leaf, _ConnectionLost):
+                    ready_at = leaf.args[0] if leaf.args else None
+                else:
+                    self.last_error = describe_error(leaf)
             finally:
                 self._session = None
                 self._ready.clear()
