@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models test test-fast lint format demo bench clean
+.PHONY: setup venv models test test-fast lint format demo bench bench-mcp clean
 
 setup: venv models
 
@@ -42,6 +42,10 @@ demo: setup
 
 bench: setup
 	$(BIN)/python tools/bench_tools.py
+
+# Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
+bench-mcp: setup
+	flock /tmp/iris-llm.lock $(BIN)/python tools/bench_mcp.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

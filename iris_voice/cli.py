@@ -143,8 +143,13 @@ async def _ask(cfg: config_mod.Config, text: str, as_json: bool, errlog: TextIO 
     from iris_voice.llm.trace import TurnTrace
     from iris_voice.tools.builtin import open_registry
 
-    async with open_registry(cfg, errlog=errlog) as (registry, _, _mcp):
-        loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
+    async with open_registry(cfg, errlog=errlog) as (registry, _, mcp):
+        llm = cfg.llm
+        if mcp is not None:
+            from iris_voice.tools.mcp import with_mcp_hint
+
+            llm = with_mcp_hint(llm, mcp)
+        loop = ChatLoop(OllamaBackend(llm), registry, llm)
         trace = TurnTrace(text=text)
         async for sentence in loop.sentences(text, trace):
             if not as_json:

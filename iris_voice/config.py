@@ -145,7 +145,8 @@ class McpServerConfig(_Section):
     category: str
     """Category path of its tools, segments joined by ``/`` (``time``, ``utilities/math``)."""
     description: str = ""
-    """A few words the model reads when it browses categories; empty: the tool names."""
+    """What its tools do, a short verb phrase ("get the current time in any time zone"): the
+    model reads it in get_tools_in_category's description to decide when to browse there."""
     command: str = ""
     """Executable of a stdio server (``python3``, ``uvx``, ``mcp-server-time``); exclusive with ``url``."""
     args: list[str] = []

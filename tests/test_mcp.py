@@ -136,9 +136,13 @@ def test_result_text_names_media_and_caps_length():
 async def test_lazy_mode_shows_two_short_meta_tools_and_browses_the_tree():
     time_cfg = time_server(description="current time in any time zone")
     async with running(time_cfg, calculator()) as (_, registry):
-        assert registry.names() == [BROWSE_TOOL, EXECUTE_TOOL]
-        browse, run = registry.specs()
-        assert browse.description.endswith("Categories: time (current time in any time zone); utilities.")
+        assert registry.names() == [EXECUTE_TOOL, BROWSE_TOOL]
+        run, browse = registry.specs()
+        assert browse.description == (
+            'Current time in any time zone, or the "utilities/math" tools: call this with the category '
+            '("time" or "utilities/math"); it answers with the tool to run next.'
+        )
+        assert browse.parameters["properties"]["path"]["enum"] == ["time", "utilities/math", ""]
         assert BROWSE_TOOL in run.description
         # Both render in every format, with no MCP tool leaking into the prompt.
         for fmt in FORMATS:
@@ -160,8 +164,8 @@ async def test_lazy_mode_shows_two_short_meta_tools_and_browses_the_tree():
         assert "time/convert_time:" in leaf.result
         assert "timezone (string, required)" in leaf.result
         assert leaf.result.splitlines()[-1] == (
-            f'Next: call {EXECUTE_TOOL} with {{"tool_path": "time/get_current_time", '
-            '"arguments": {"timezone": "<string>"}}'
+            f'To run a tool, call: {{"name": "{EXECUTE_TOOL}", "arguments": '
+            '{"tool_path": "time/get_current_time", "arguments": {"timezone": "..."}}}'
         )
         unknown = await registry.call(BROWSE_TOOL, {"path": "weather"})
         assert (

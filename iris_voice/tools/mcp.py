@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from mcp import types
 
-from iris_voice.config import McpConfig, McpServerConfig
+from iris_voice.config import LlmConfig, McpConfig, McpServerConfig
 from iris_voice.tools.mcp_client import McpServerConnection
 from iris_voice.tools.mcp_lazy import (
     BROWSE_TOOL,
@@ -41,7 +41,25 @@ from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BROWSE_TOOL", "EXECUTE_TOOL", "McpManager", "McpToolInfo", "tool_spec"]
+LAZY_HINT = "Call tools directly; never describe a tool call in words."
+"""Appended to the system prompt when lazy MCP tools are offered (see ``McpManager.system_hint``)."""
+_NAMED_CATEGORIES = 12  # lazy categories named in get_tools_in_category's description, at most
+
+__all__ = [
+    "BROWSE_TOOL",
+    "EXECUTE_TOOL",
+    "LAZY_HINT",
+    "McpManager",
+    "McpToolInfo",
+    "tool_spec",
+    "with_mcp_hint",
+]
+
+
+def with_mcp_hint(llm: LlmConfig, manager: McpManager | None) -> LlmConfig:
+    """``llm`` with the manager's system-prompt hint appended (unchanged without lazy tools)."""
+    hint = manager.system_hint() if manager else ""
+    return llm.model_copy(update={"system_prompt": f"{llm.system_prompt}\n{hint}"}) if hint else llm
 
 
 @dataclass(frozen=True)
@@ -135,16 +153,26 @@ class McpManager:
             if conn.config.mode == "eager":
                 self._sync_into(registry, conn)
         if self.lazy:
-            for tool in meta_tools(self.lazy, self._top_summaries):
+            for tool in meta_tools(self.lazy, self._categories()):
                 registry.register(tool)
 
-    def _top_summaries(self) -> list[str]:
-        """``category (description)`` per top-level lazy category, from the config alone."""
-        out = []
-        for name, node in self.lazy.tree.children.items():
-            descs = [s.config.description for s in node.servers() if s.config.description]
-            out.append(f"{name} ({', '.join(descs)})" if descs else name)
-        return out
+    def _categories(self) -> list[tuple[str, str]]:
+        """``(category, description)`` per lazy server, from the config alone (a stable prompt).
+
+        With many servers only the top-level categories are named, to keep the prompt short.
+        """
+        servers = self.lazy.tree.servers()
+        if len(servers) <= _NAMED_CATEGORIES:
+            return [(s.config.category, s.config.description) for s in servers]
+        return [(name, "") for name in self.lazy.tree.children]
+
+    def system_hint(self) -> str:
+        """A line for the system prompt when lazy tools are offered, else ``""``.
+
+        Asked to browse first, a small model tends to say what it would call instead of
+        calling it; this line (with the enum of categories) made Qwen2.5-Coder-1.5B call.
+        """
+        return LAZY_HINT if self.lazy else ""
 
     def tool_specs(self, mode: str | None = None) -> list[ToolSpec]:
         """Every known MCP tool as an eager registration shows it (``mode`` filters: lazy, eager)."""

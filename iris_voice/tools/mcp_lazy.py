@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,22 +106,25 @@ def build_tree(connections: Iterable[McpServerConnection]) -> CategoryNode:
 
 
 def _placeholder(schema: Any) -> Any:
-    """A value of the right type for an example call (``"<string>"``, 0, true…)."""
+    """A value of the right type for an example call (``"..."``, 1, true…)."""
     kind = schema.get("type") if isinstance(schema, dict) else None
     kind = kind[0] if isinstance(kind, list) and kind else kind
     if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
-    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(
-        kind, f"<{kind or 'value'}>"
-    )
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "...")
 
 
 def example_call(spec: ToolSpec) -> str:
-    """The JSON arguments of ``execute_tool`` for ``spec`` with its required arguments filled in."""
+    """A whole ``execute_tool`` call for ``spec``, its required arguments as placeholders.
+
+    Small models copy what they last read: written as a call object, a copy with the
+    placeholders filled in is a call IRIS recognizes even when it arrives as text.
+    """
     props = spec.parameters.get("properties") or {}
     required = [r for r in spec.parameters.get("required") or [] if r in props]
     args = {name: _placeholder(props[name]) for name in required}
-    return json.dumps({"tool_path": spec.name, "arguments": args}, ensure_ascii=False)
+    call = {"name": EXECUTE_TOOL, "arguments": {"tool_path": spec.name, "arguments": args}}
+    return json.dumps(call, ensure_ascii=False)
 
 
 def _concise(specs: list[ToolSpec]) -> str:
@@ -173,7 +176,8 @@ class LazyTools:
                 if specs:
                     lines.append(_concise(specs))
         if specs:
-            lines.append(f"Next: call {EXECUTE_TOOL} with {example_call(specs[0])}")
+            # A small model copies this line; the copied call is recognized even as text.
+            lines.append(f"To run a tool, call: {example_call(specs[0])}")
         else:
             lines.append(f"Next: call {BROWSE_TOOL} with one of these paths.")
         return "\n".join(lines)
@@ -249,11 +253,28 @@ def _arguments_object(value: Any) -> dict[str, Any]:
     return value
 
 
-def meta_tools(lazy: LazyTools, summaries: Callable[[], list[str]]) -> list[Tool]:
-    """The two registry tools; ``summaries`` gives ``category (what it holds)`` per top-level entry."""
-    tops = "; ".join(summaries())
-    first = next(iter(lazy.tree.children), "category")
+def _either(items: list[str]) -> str:
+    """``a``, ``a, or b``, ``a, b, or c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
+
+
+def meta_tools(lazy: LazyTools, categories: list[tuple[str, str]]) -> list[Tool]:
+    """The two registry tools, described from ``(category, what its tools do)`` pairs.
+
+    Worded for a 1.5B model (tried on Qwen2.5-Coder-1.5B): the browse description starts
+    with what the tools do, as the native tools' descriptions do, and ``path`` is an enum
+    of the categories, so a time question maps to ``{"path": "time"}`` at once.
+    """
+    first = categories[0][0] if categories else "category"
     example = f'"{first}/tool_name"'
+    uses = [desc or f'the "{cat}" tools' for cat, desc in categories] or ["more tools"]
+    names = " or ".join(f'"{cat}"' for cat, _ in categories) if categories else '""'
+    what = _either(uses)
+    # The enum ends with "" (the top level); key order as tried with the model.
+    path_schema: dict[str, Any] = {"type": "string"}
+    if categories:
+        path_schema["enum"] = [cat for cat, _ in categories] + [""]
+    path_schema["description"] = "The category"
 
     async def browse(path: Any = "", **extra: Any) -> str:
         path = path or extra.get("category") or ""  # a name small models reach for
@@ -271,32 +292,24 @@ def meta_tools(lazy: LazyTools, summaries: Callable[[], list[str]]) -> list[Tool
 
     browse_spec = ToolSpec(
         BROWSE_TOOL,
-        f"Step 1 to get more tools: lists the tools in a category, with their paths and arguments. "
-        f"Categories: {tops}.",
-        {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": 'A category, e.g. "time"; "" lists all'}
-            },
-            "required": ["path"],
-        },
+        f"{what[:1].upper()}{what[1:]}: call this with the category ({names}); "
+        "it answers with the tool to run next.",
+        {"type": "object", "properties": {"path": path_schema}, "required": ["path"]},
     )
     execute_spec = ToolSpec(
         EXECUTE_TOOL,
-        f"Step 2: runs a tool that {BROWSE_TOOL} listed.",
+        f"Runs a tool that {BROWSE_TOOL} listed.",
         {
             "type": "object",
             "properties": {
-                "tool_path": {
-                    "type": "string",
-                    "description": f"The tool's path, e.g. {example}",
-                },
+                "tool_path": {"type": "string", "description": f"A tool path from {BROWSE_TOOL}'s answer"},
                 "arguments": {"type": "object", "description": "The tool's arguments"},
             },
             "required": ["tool_path", "arguments"],
         },
     )
+    # Browse last: the tool nearest the question in the prompt is the one a small model picks.
     return [
-        Tool(spec=browse_spec, handler=browse, meta={"mcp": "browse"}),
         Tool(spec=execute_spec, handler=execute, meta={"mcp": "execute"}),
+        Tool(spec=browse_spec, handler=browse, meta={"mcp": "browse"}),
     ]

@@ -22,10 +22,10 @@ def time_server(mode: str = "lazy", category: str = "time", **extra: object) -> 
     return McpServerConfig(name=name, category=category, command=PY, args=args, mode=mode, **extra)
 
 
-def calculator(category: str = "utilities/math", mode: str = "lazy") -> McpServerConfig:
+def calculator(category: str = "utilities/math", mode: str = "lazy", **extra: object) -> McpServerConfig:
     """The real mcp-server-calculator."""
     args = ["-m", "mcp_server_calculator"]
-    return McpServerConfig(name="calculator", category=category, command=PY, args=args, mode=mode)
+    return McpServerConfig(name="calculator", category=category, command=PY, args=args, mode=mode, **extra)
 
 
 def flaky(
