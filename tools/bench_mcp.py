@@ -4,9 +4,11 @@
 1. Tool-definition tokens (the model's tokenizer) of four real MCP servers from PyPI —
    mcp-server-time, mcp-server-calculator, mcp-server-sqlite, mcp-server-git — shown
    eagerly (every tool) vs lazily (get_tools_in_category + execute_tool).
-2. Time to the first spoken sentence for "What time is it in Paris?" with the time
-   server eager vs lazy (medians of ``--runs`` turns each, prompt cache warm, plus the
-   cold first turn), and whether each turn used the MCP time tool and said the hour.
+2. Time to the first spoken sentence (and to the end of the turn) for "What time is it
+   in Paris?" with the same four servers eager vs lazy (medians of ``--runs`` turns
+   each, prompt cache warm, plus the cold first turn), and whether each turn used the
+   MCP time tool and said the right hour (a first sentence written before the tool
+   result is a guess: check the hour column).
 
 Uses the Ollama server at $OLLAMA_HOST if one answers, else the packaged model through
 the test server. Run under ``flock /tmp/iris-llm.lock`` on a shared machine.
@@ -136,7 +138,8 @@ def judged(trace, mode: str) -> tuple[bool, bool]:
         used = any(c["name"] == "time/get_current_time" for c in ok)
     else:
         used = any(c["name"] == "execute_tool" and "get_current_time" in str(c["arguments"]) for c in ok)
-    spoken = {int(h) for h in re.findall(r"\b(\d{1,2})(?::\d{2}|\s*[ap]\.?m\.?)", trace.reply, re.I)}
+    found = re.findall(r"(?:\b|T)(\d{1,2})(?::\d{2}|\s*[ap]\.?m\.?)", trace.reply, re.I)  # also ISO "T15:42"
+    spoken = {int(h) for h in found}
     return used, bool(spoken & paris_hours())
 
 
@@ -147,13 +150,13 @@ async def first_answer(host: str, model: str, state: Path, mode: str, runs: int)
         tools=ToolsConfig(timezone="UTC", disabled=["get_current_time"], timers_db=str(state / "timers.db")),
     )
     devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with McpManager(servers(mode, state)[:1], errlog=devnull) as manager:
+    async with McpManager(servers(mode, state), errlog=devnull) as manager:
         await manager.wait_ready(60)
         registry, _ = build_registry(cfg)
         manager.register(registry)
         llm = with_mcp_hint(cfg.llm, manager)
         loop = ChatLoop(OllamaBackend(llm), registry, llm)
-        times, used, said = [], 0, 0
+        times, totals, used, said = [], [], 0, 0
         cold = None
         for i in range(runs + 1):
             loop.reset()
@@ -166,13 +169,21 @@ async def first_answer(host: str, model: str, state: Path, mode: str, runs: int)
                 )
                 continue
             times.append(trace.first_sentence_ms or 0)
+            totals.append(trace.total_ms or 0)
             used += u
             said += s
             calls = [c["name"] for c in trace.tool_calls]
             print(
                 f"  {mode:5} run {i}: {trace.first_sentence_ms:.0f} ms  calls={calls}  reply={trace.reply!r}"
             )
-        return {"median": statistics.median(times), "cold": cold, "used": used, "said": said, "runs": runs}
+        return {
+            "median": statistics.median(times),
+            "total": statistics.median(totals),
+            "cold": cold,
+            "used": used,
+            "said": said,
+            "runs": runs,
+        }
 
 
 async def run(host: str, model: str, model_path: Path | None, runs: int) -> None:
@@ -184,7 +195,8 @@ async def run(host: str, model: str, model_path: Path | None, runs: int) -> None
     results = {mode: await first_answer(host, model, state, mode, runs) for mode in ("eager", "lazy")}
     for mode, r in results.items():
         print(
-            f"  {mode:5} median {r['median']:6.0f} ms (cold {r['cold']:.0f} ms)"
+            f"  {mode:5} first sentence median {r['median']:6.0f} ms, whole turn {r['total']:6.0f} ms"
+            f" (cold first sentence {r['cold']:.0f} ms)"
             f"   MCP time tool used {r['used']}/{r['runs']}   Paris hour said {r['said']}/{r['runs']}"
         )
     print(f"  lazy/eager median ratio: {results['lazy']['median'] / results['eager']['median']:.2f}")
