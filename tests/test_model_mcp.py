@@ -56,7 +56,7 @@ async def test_time_in_paris_through_a_lazy_mcp_server(ollama_server, tmp_path):
     assert executed, calls
     assert executed[-1]["arguments"]["tool_path"] == "time/get_current_time"
     assert "Europe/Paris" in executed[-1]["result"]
-    spoken = {
-        int(h) for h in re.findall(r"\b(\d{1,2})(?::\d{2}|\s*[ap]\.?m\.?|\s*o'clock)", trace.reply, re.I)
-    }
+    # "15:42", "3 PM", "3 o'clock", or ISO "2026-11-22T15:42:52+01:00" read out as is.
+    found = re.findall(r"(?:\b|T)(\d{1,2})(?::\d{2}|\s*[ap]\.?m\.?|\s*o'clock)", trace.reply, re.I)
+    spoken = {int(h) for h in found}
     assert spoken & paris_hours(), (trace.reply, paris_hours())
