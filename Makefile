@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb bench-mcp
 
 setup: venv models fixtures
 
@@ -98,6 +98,10 @@ deb: deb-deps
 
 test-deb: deb-deps
 	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
+
+# Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
+bench-mcp: setup
+	flock /tmp/iris-llm.lock $(BIN)/python tools/bench_mcp.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \
