@@ -176,7 +176,6 @@ def report(iris_rows: list[dict], naive_rows: list[dict], live_rows: list[dict],
 
 
 async def amain(args: argparse.Namespace) -> int:
-    ensure_fixtures()
     names = args.only or (list(BENCH)[: args.questions] if args.questions else list(BENCH))
     from tools.testbed import start_server
 
@@ -207,7 +206,9 @@ def main() -> int:
     p.add_argument("--live-only", action="store_true", help="only the live daemon")
     p.add_argument("--idle-seconds", type=float, default=30.0)
     p.add_argument("--json", help="also write every row to this file")
-    return asyncio.run(amain(p.parse_args()))
+    args = p.parse_args()
+    ensure_fixtures()  # synthesizes with its own event loop: before ours starts
+    return asyncio.run(amain(args))
 
 
 if __name__ == "__main__":

@@ -60,9 +60,8 @@ def show(name: str, turn: dict, out: Path) -> None:
 async def run(cfg: config_mod.Config) -> int:
     """Answer each question; non-zero when one could not be answered."""
     from iris_voice.filemode import FileTurns
-    from tools.fixtures import ensure_fixtures, fixture
+    from tools.fixtures import fixture
 
-    ensure_fixtures()
     turns = FileTurns(cfg)
     t0 = time.perf_counter()
     await turns.warmup()
@@ -84,7 +83,10 @@ async def run(cfg: config_mod.Config) -> int:
 
 def main() -> int:
     """Run the demo."""
+    from tools.fixtures import ensure_fixtures
+
     cfg, _ = config_mod.load()
+    ensure_fixtures()  # synthesizes with its own event loop: before ours starts
     with ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-demo-"))
         tools = cfg.tools.model_copy(update={"timers_db": f"{tmp}/timers.db"})
