@@ -23,8 +23,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -32,14 +30,6 @@ from iris_voice import config as config_mod  # noqa: E402
 
 QUESTIONS = ["bench_time_tokyo", "bench_multiply", "bench_pasta_timer", "bench_list_timers", "bench_octopus"]
 OUT = ROOT / "demo-output"
-
-
-def ollama_answers(host: str) -> bool:
-    """True when an Ollama(-protocol) server answers at ``host``."""
-    try:
-        return httpx.get(f"{host}/api/version", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def show(name: str, turn: dict, out: Path) -> None:
@@ -90,6 +80,8 @@ def main() -> int:
     with ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-demo-"))
         tools = cfg.tools.model_copy(update={"timers_db": f"{tmp}/timers.db"})
+        from tools.testbed import ollama_answers
+
         if ollama_answers(cfg.llm.host):
             print(f"Using the Ollama server at {cfg.llm.host} (model {cfg.llm.model}).")
         else:
