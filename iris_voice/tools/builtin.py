@@ -11,7 +11,8 @@ from iris_voice.events import Event
 from iris_voice.tools.calculator import make_calculator_tool
 from iris_voice.tools.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry
-from iris_voice.tools.timers import TimerService, TimerStore, make_timer_tools
+from iris_voice.tools.timers import TimerService, TimerStore
+from iris_voice.tools.timertools import make_timer_tools
 
 
 def build_registry(
