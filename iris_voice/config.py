@@ -25,6 +25,12 @@ DEFAULT_SYSTEM_PROMPT = (
     "otherwise answer directly without tools. After a tool result, state the answer briefly."
 )
 
+DIRECT_RETURN = (
+    "get_current_time", "set_timer", "list_timers", "cancel_timer", "add_timer_time", "pause_timer",
+    "set_reminder",
+)  # fmt: skip
+"""Tools whose result is already a complete spoken sentence (not the calculator's "23 * 47 = 1081")."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +55,8 @@ class LlmConfig(_Section):
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    direct_return: list[str] = list(DIRECT_RETURN)
+    """Tools whose answer is spoken as is, without a second model round (if they succeed)."""
 
     @field_validator("host")
     @classmethod
@@ -132,6 +140,12 @@ class TtsConfig(_Section):
     volume: Annotated[float, Field(gt=0, le=2)] = 1.0
 
 
+class IntentsConfig(_Section):
+    """The local intent fast path: everyday commands answered without the language model."""
+
+    enabled: bool = True
+
+
 class Config(_Section):
     """The whole configuration."""
 
@@ -141,6 +155,7 @@ class Config(_Section):
     wake: WakeConfig = WakeConfig()
     stt: SttConfig = SttConfig()
     tts: TtsConfig = TtsConfig()
+    intents: IntentsConfig = IntentsConfig()
 
 
 def normalize_host(value: str) -> str:

@@ -25,7 +25,10 @@ def build_registry(
     everything = ToolRegistry([make_clock_tool(tz), make_calculator_tool(), *make_timer_tools(service, tz)])
     names = set(everything.names())
     unknown = sorted(set(cfg.tools.enabled or []) - names) + sorted(set(cfg.tools.disabled) - names)
+    known = ", ".join(everything.names())
     if unknown:
-        known = ", ".join(everything.names())
         raise ConfigError([f"tools: unknown tool {n!r} (known: {known})" for n in unknown], "tools")
+    if unknown := sorted(set(cfg.llm.direct_return) - names):
+        problems = [f"llm.direct_return: unknown tool {n!r} (known: {known})" for n in unknown]
+        raise ConfigError(problems, "llm")
     return everything.filtered(cfg.tools.enabled, cfg.tools.disabled), service
