@@ -128,15 +128,16 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
+    from iris_voice.intents import build_responder
     from iris_voice.llm.client import OllamaBackend
     from iris_voice.llm.loop import ChatLoop
     from iris_voice.llm.trace import TurnTrace
     from iris_voice.tools.builtin import build_registry
 
     registry, _ = build_registry(cfg)
-    loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
+    responder = build_responder(cfg, ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm))
     trace = TurnTrace(text=text)
-    async for sentence in loop.sentences(text, trace):
+    async for sentence in responder.sentences(text, trace):
         if not as_json:
             print(sentence, flush=True)
     if as_json:
