@@ -58,7 +58,7 @@ async def test_a_direct_tool_is_spoken_after_one_model_round():
     assert [c["name"] for c in d["tool_calls"]] == ["get_current_time"]
     assert [e.text for e in events if isinstance(e, SentenceReady)] == [trace.reply]
     assert any(isinstance(e, TurnFinished) and e.reply == trace.reply for e in events)
-    # the history reads like a normal tool turn, with the zone kept for the model
+    # a tool turn that ends with the result, which is what was said (zone kept for the model)
     assert loop.history == [
         [
             {"role": "user", "content": "What time is it in Tokyo?"},
@@ -70,7 +70,6 @@ async def test_a_direct_tool_is_spoken_after_one_model_round():
                 ],
             },
             {"role": "tool", "content": TOKYO, "tool_name": "get_current_time"},
-            {"role": "assistant", "content": "It is 3:05 PM on Saturday, November 22, 2025 in Tokyo."},
         ]
     ]
 
@@ -80,9 +79,18 @@ async def test_the_next_turn_sees_the_direct_turn_in_its_history():
     assert (await loop.ask("say hello to Ada")).reply == "Hello, Ada. Nice to meet you."
     await loop.ask("whom did you greet?")
     messages = backend.requests[1]["messages"]
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assert messages[2]["tool_calls"] == [{"function": {"name": "greet", "arguments": {"name": "Ada"}}}]
     assert messages[3]["content"] == "Hello, Ada. Nice to meet you."
-    assert messages[4]["content"] == "Hello, Ada. Nice to meet you."
+
+
+async def test_a_barge_in_on_a_direct_reply_keeps_the_tool_turn():
+    loop, _, _ = make([("greet", {"name": "Ada"})])
+    gen = loop.sentences("hello Ada")
+    assert await gen.__anext__() == "Hello, Ada."
+    await gen.aclose()
+    loop.amend_last_reply("Hello, Ada.")  # the tool ran: its turn stays as it is
+    assert [m["role"] for m in loop.history[0]] == ["user", "assistant", "tool"]
 
 
 async def test_a_multi_sentence_result_is_spoken_sentence_by_sentence():

@@ -92,11 +92,10 @@ class FastPathResponder:
                     trace.first_sentence_ms = trace.elapsed_ms()
                 yield sentence
         finally:
-            # The tool ran whatever was heard: the history keeps the call; the pipeline's
-            # amend_last_reply trims the reply after a barge-in, as for a model turn.
+            # The tool ran, whatever was heard: the history keeps the call and its result.
             trace.reply = " ".join(said) or reply
             trace.finish()
-            self.chat.record_turn(text, [result], trace.reply)
+            self.chat.record_turn(text, [result])
         self._publish(TurnFinished(trace.reply, "fast", trace.to_dict()))
 
     async def _answer(self, text: str, trace: TurnTrace) -> tuple[ToolResult, str] | None:

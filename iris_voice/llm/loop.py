@@ -100,11 +100,15 @@ class ChatLoop:
         else:
             self.history.pop()
 
-    def record_turn(self, text: str, results: list[ToolResult], reply: str) -> None:
+    def record_turn(self, text: str, results: list[ToolResult]) -> None:
         """Remember a turn answered without the model (the intent fast path).
 
-        It is stored as the model would have produced it — the user's words, the tool
-        call, its result, the reply — so a follow-up ("…and in Paris?") has the context.
+        It is stored as a tool turn of the current mode — the user's words, the tool
+        call, its result — so a follow-up ("…and in Paris?") has the context. Like a
+        direct-return turn, it ends with the tool's result, which is what was said:
+        measured with Qwen2.5-1.5B, a trailing assistant sentence ("It is 11:01 PM … in
+        Tokyo.") is copied for the follow-up with the place swapped and the time wrong,
+        while after a tool result the model calls the tool again, with Paris.
         """
         if self.history and self._clock() - self._last_turn_end > self.cfg.history_idle_reset_s:
             self.reset()
@@ -115,7 +119,6 @@ class ChatLoop:
             for r in results
         )
         self._append_results(turn, calls if self.mode == "text" else "", results)
-        turn.append({"role": "assistant", "content": reply})
         self._remember(turn)
         self._last_turn_end = self._clock()
 
@@ -178,7 +181,8 @@ class ChatLoop:
             trace.execution_path = trace.execution_path or self.mode
             trace.finish()
             if spoken and (completed or trace.rounds):
-                turn.append({"role": "assistant", "content": reply})
+                if not trace.extra.get("direct_return"):  # see record_turn for why not
+                    turn.append({"role": "assistant", "content": reply})
                 self._remember(turn)
             self._last_turn_end = self._clock()
             if completed:
