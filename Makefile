@@ -41,6 +41,7 @@ demo: setup
 	$(BIN)/python tools/demo.py
 
 bench: setup
+	$(BIN)/python tools/bench_intents.py
 	$(BIN)/python tools/bench_tools.py
 
 clean:
