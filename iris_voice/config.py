@@ -27,7 +27,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 DIRECT_RETURN = (
     "get_current_time", "set_timer", "list_timers", "cancel_timer", "add_timer_time", "pause_timer",
-    "set_reminder",
+    "resume_timer", "set_reminder",
 )  # fmt: skip
 """Tools whose result is already a complete spoken sentence (not the calculator's "23 * 47 = 1081")."""
 

@@ -93,9 +93,9 @@ CASES = [
     ("pause the timer", ("HassPauseTimer", "pause_timer", {})),
     ("pause the pasta timer", ("HassPauseTimer", "pause_timer", {"which": "pasta"})),
     ("Pause my five minute timer.", ("HassPauseTimer", "pause_timer", {"which": "300 seconds"})),
-    ("resume the timer", ("HassUnpauseTimer", "pause_timer", {"resume": True})),
-    ("continue the pasta timer", ("HassUnpauseTimer", "pause_timer", {"which": "pasta", "resume": True})),
-    ("resume my timer please", ("HassUnpauseTimer", "pause_timer", {"resume": True})),
+    ("resume the timer", ("HassUnpauseTimer", "resume_timer", {})),
+    ("continue the pasta timer", ("HassUnpauseTimer", "resume_timer", {"which": "pasta"})),
+    ("resume my timer please", ("HassUnpauseTimer", "resume_timer", {})),
     # status
     ("how long is left on the pasta timer", ("HassTimerStatus", "list_timers", {"which": "pasta"})),
     ("how much time is left on my timer", ("HassTimerStatus", "list_timers", {})),

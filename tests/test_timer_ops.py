@@ -162,17 +162,14 @@ async def test_pause_and_resume_tools(h: Harness, tools: ToolRegistry) -> None:
     assert await say(tools, "pause_timer", which="pasta") == "The pasta timer is already paused."
     # "pause the timer": the one still running is meant, not the paused one
     assert await say(tools, "pause_timer") == "Paused the tea timer with 1 minute 40 seconds left."
-    ambiguous = await tools.call("pause_timer", {"resume": True})
+    ambiguous = await tools.call("resume_timer", {})
     assert not ambiguous.ok and "Nothing was changed; say which number or 'all'" in ambiguous.result
-    assert await say(tools, "pause_timer", which="tea", resume=True) == (
+    assert await say(tools, "resume_timer", which="tea") == (
         "Resumed the tea timer with 1 minute 40 seconds left."
     )
-    assert await say(tools, "pause_timer", which="tea", resume=True) == "The tea timer is already running."
+    assert await say(tools, "resume_timer", which="tea") == "The tea timer is already running."
     # "resume the timer": the paused one
-    assert (
-        await say(tools, "pause_timer", resume=True)
-        == "Resumed the pasta timer with 7 minutes 40 seconds left."
-    )
+    assert await say(tools, "resume_timer") == "Resumed the pasta timer with 7 minutes 40 seconds left."
     assert await say(tools, "pause_timer", which="all") == "Paused 2 timers."
     missing = await tools.call("pause_timer", {"which": "soup"})
     assert not missing.ok and missing.result.startswith("Error: No timer matches 'soup'. Running: #")

@@ -194,7 +194,7 @@ HANDLERS: dict[str, Callable[[str, Slots], Action | None]] = {
     "HassIncreaseTimer": change_timer,
     "HassDecreaseTimer": change_timer,
     "HassPauseTimer": timer_action("pause_timer"),
-    "HassUnpauseTimer": timer_action("pause_timer", resume=True),
+    "HassUnpauseTimer": timer_action("resume_timer"),
     "HassTimerStatus": timer_action("list_timers"),
     "IrisGetTimeIn": time_in,
     "IrisCalculate": calculate,

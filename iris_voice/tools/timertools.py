@@ -56,8 +56,8 @@ def _count(rows: list[TimerRow]) -> str:
 
 
 def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
-    """``set_timer``, ``list_timers``, ``cancel_timer``, ``add_timer_time``, ``pause_timer``
-    (and resume) and ``set_reminder``, all ``direct_return``."""
+    """``set_timer``, ``list_timers``, ``cancel_timer``, ``add_timer_time``, ``pause_timer``,
+    ``resume_timer`` and ``set_reminder``, all ``direct_return``."""
     tz = resolve_tz(tz_name)
 
     async def set_timer(
@@ -114,10 +114,8 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             done += f" It has {speak_duration(rows[0].left(service.clock.now()))} left."
         return done
 
-    async def pause_timer(which: str | None = None, resume: bool = False) -> str:
-        """Pause or resume a timer."""
-        if resume:
-            return await _resume(which)
+    async def pause_timer(which: str | None = None) -> str:
+        """Pause a timer."""
         done, already = await service.pause(which or "")
         now = service.clock.now()
         if len(done) == 1:
@@ -128,7 +126,8 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             return cap(f"{noun(already[0])} is already paused.")
         return "Those timers are already paused." if already else "That timer has just gone off."
 
-    async def _resume(which: str | None) -> str:
+    async def resume_timer(which: str | None = None) -> str:
+        """Resume a paused timer."""
         done, already = await service.resume(which or "")
         now = service.clock.now()
         if len(done) == 1:
@@ -156,5 +155,5 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         what = text if text.lower().startswith("about ") else f"to {text}"
         return f"I'll remind you {what} {speak_when(moment, now)}."
 
-    tools = (set_timer, list_timers, cancel_timer, add_timer_time, pause_timer, set_reminder)
+    tools = (set_timer, list_timers, cancel_timer, add_timer_time, pause_timer, resume_timer, set_reminder)
     return [tool_from_function(f, direct_return=True) for f in tools]
