@@ -26,7 +26,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 DIRECT_RETURN = (
-    "get_current_time", "set_timer", "list_timers", "cancel_timer", "add_timer_time", "pause_timer",
+    "get_current_time", "set_timer", "list_timers", "cancel_timer", "adjust_timer", "pause_timer",
     "resume_timer", "set_reminder",
 )  # fmt: skip
 """Tools whose result is already a complete spoken sentence (not the calculator's "23 * 47 = 1081")."""

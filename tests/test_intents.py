@@ -73,22 +73,22 @@ CASES = [
     # add and remove time
     (
         "add 2 minutes to the pasta timer",
-        ("HassIncreaseTimer", "add_timer_time", {"duration": "120 seconds", "which": "pasta"}),
+        ("HassIncreaseTimer", "adjust_timer", {"duration": "120 seconds", "which": "pasta"}),
     ),
     (
         "add two minutes to the pasta timer",
-        ("HassIncreaseTimer", "add_timer_time", {"duration": "120 seconds", "which": "pasta"}),
+        ("HassIncreaseTimer", "adjust_timer", {"duration": "120 seconds", "which": "pasta"}),
     ),
     (
         "increase the timer by thirty seconds",
-        ("HassIncreaseTimer", "add_timer_time", {"duration": "30 seconds"}),
+        ("HassIncreaseTimer", "adjust_timer", {"duration": "30 seconds"}),
     ),
-    ("take 1 minute off the timer", ("HassDecreaseTimer", "add_timer_time", {"duration": "-60 seconds"})),
+    ("take 1 minute off the timer", ("HassDecreaseTimer", "adjust_timer", {"duration": "-60 seconds"})),
     (
         "remove five minutes from the roast timer",
-        ("HassDecreaseTimer", "add_timer_time", {"duration": "-300 seconds", "which": "roast"}),
+        ("HassDecreaseTimer", "adjust_timer", {"duration": "-300 seconds", "which": "roast"}),
     ),
-    ("decrease my timer by 10 seconds", ("HassDecreaseTimer", "add_timer_time", {"duration": "-10 seconds"})),
+    ("decrease my timer by 10 seconds", ("HassDecreaseTimer", "adjust_timer", {"duration": "-10 seconds"})),
     # pause and resume
     ("pause the timer", ("HassPauseTimer", "pause_timer", {})),
     ("pause the pasta timer", ("HassPauseTimer", "pause_timer", {"which": "pasta"})),

@@ -208,19 +208,19 @@ async def test_removed_time_brings_the_alarm_forward(h: Harness) -> None:
     assert (await h.next_event()).message == "Your timer for 10 minutes is done."
 
 
-async def test_add_timer_time_tool(h: Harness, tools: ToolRegistry) -> None:
+async def test_adjust_timer_tool(h: Harness, tools: ToolRegistry) -> None:
     await say(tools, "set_timer", duration="8 minutes", label="pasta")
     h.clock.advance(20)
-    assert await say(tools, "add_timer_time", duration="2 minutes", which="the pasta timer") == (
+    assert await say(tools, "adjust_timer", duration="2 minutes", which="the pasta timer") == (
         "Added 2 minutes to the pasta timer. It has 9 minutes 40 seconds left."
     )
-    assert await say(tools, "add_timer_time", duration="-1 minute") == (
+    assert await say(tools, "adjust_timer", duration="-1 minute") == (
         "Took 1 minute off the pasta timer. It has 8 minutes 40 seconds left."
     )
-    assert await say(tools, "add_timer_time", duration="minus 30 seconds", which="pasta") == (
+    assert await say(tools, "adjust_timer", duration="minus 30 seconds", which="pasta") == (
         "Took 30 seconds off the pasta timer. It has 8 minutes 10 seconds left."
     )
-    too_much = await tools.call("add_timer_time", {"duration": "-10 minutes"})
+    too_much = await tools.call("adjust_timer", {"duration": "-10 minutes"})
     assert not too_much.ok
     assert (
         too_much.result
@@ -229,22 +229,20 @@ async def test_add_timer_time_tool(h: Harness, tools: ToolRegistry) -> None:
     assert h.store.pending()[0].due_at == T0 + 20 + 490  # unchanged by the refusal
     await say(tools, "pause_timer")
     h.clock.advance(300)  # paused: its time left does not run down
-    assert await say(tools, "add_timer_time", duration=90) == (
+    assert await say(tools, "adjust_timer", duration=90) == (
         "Added 1 minute 30 seconds to the pasta timer. It has 9 minutes 40 seconds left."
     )
-    bad = await tools.call("add_timer_time", {"duration": "a bit"})
+    bad = await tools.call("adjust_timer", {"duration": "a bit"})
     assert not bad.ok and "Try '8 minutes'" in bad.result
     await say(tools, "set_timer", duration="1 minute", label="tea")
     # "add a minute to the timer": the running one is meant
-    assert await say(tools, "add_timer_time", duration="1 minute") == (
+    assert await say(tools, "adjust_timer", duration="1 minute") == (
         "Added 1 minute to the tea timer. It has 2 minutes left."
     )
     await say(tools, "pause_timer", which="all")
-    ambiguous = await tools.call("add_timer_time", {"duration": "1 minute"})
+    ambiguous = await tools.call("adjust_timer", {"duration": "1 minute"})
     assert not ambiguous.ok and "Nothing was changed" in ambiguous.result
-    assert (
-        await say(tools, "add_timer_time", duration="1 minute", which="all") == "Added 1 minute to 2 timers."
-    )
+    assert await say(tools, "adjust_timer", duration="1 minute", which="all") == "Added 1 minute to 2 timers."
     with pytest.raises(ToolError, match="at most 7 days"):
         await h.service.add_time("tea", 8 * 86400)
 

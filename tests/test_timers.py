@@ -672,7 +672,7 @@ def test_tool_specs_stay_small(h: Harness, tools: ToolRegistry) -> None:
         "set_timer",
         "list_timers",
         "cancel_timer",
-        "add_timer_time",
+        "adjust_timer",
         "pause_timer",
         "resume_timer",
         "set_reminder",

@@ -116,7 +116,7 @@ def change_timer(intent: str, slots: Slots) -> Action | None:
     if not amount or which is None:
         return None
     sign = -1 if intent == "HassDecreaseTimer" else 1
-    return Action(intent, "add_timer_time", _with_which({"duration": duration_arg(sign * amount)}, which))
+    return Action(intent, "adjust_timer", _with_which({"duration": duration_arg(sign * amount)}, which))
 
 
 def timer_action(tool: str, **fixed: Any) -> Callable[[str, Slots], Action | None]:

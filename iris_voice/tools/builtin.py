@@ -22,7 +22,10 @@ def build_registry(
     tz = cfg.tools.timezone or None
     store = TimerStore(Path(cfg.tools.timers_db) if cfg.tools.timers_db else None)
     service = TimerService(store, publish or (lambda _e: None), tz_name=tz)
-    everything = ToolRegistry([make_clock_tool(tz), make_calculator_tool(), *make_timer_tools(service, tz)])
+    # The order is measured, not cosmetic: with nine tools, Qwen2.5-1.5B answered "what time
+    # is it in Tokyo" with an empty "<tools></tools>" when the clock came first, and did the
+    # arithmetic itself when the calculator came last; this order got both right.
+    everything = ToolRegistry([*make_timer_tools(service, tz), make_calculator_tool(), make_clock_tool(tz)])
     names = set(everything.names())
     unknown = sorted(set(cfg.tools.enabled or []) - names) + sorted(set(cfg.tools.disabled) - names)
     known = ", ".join(everything.names())

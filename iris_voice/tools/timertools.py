@@ -56,7 +56,7 @@ def _count(rows: list[TimerRow]) -> str:
 
 
 def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
-    """``set_timer``, ``list_timers``, ``cancel_timer``, ``add_timer_time``, ``pause_timer``,
+    """``set_timer``, ``list_timers``, ``cancel_timer``, ``adjust_timer``, ``pause_timer``,
     ``resume_timer`` and ``set_reminder``, all ``direct_return``."""
     tz = resolve_tz(tz_name)
 
@@ -74,7 +74,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         return f"{cap(f'{name} timer' if name else 'timer')} set for {speak_duration(seconds)}."
 
     async def list_timers(which: str | None = None) -> str:
-        """List timers and reminders, or the time left on one."""
+        """List timers and reminders, or how long one has left."""
         now = service.clock.now()
         rows = await service.find(which) if which and which.strip() else await service.list()
         if len(rows) == 1 and which and which.strip():
@@ -98,11 +98,11 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         counts = [plural(n, k) for k in ("timer", "reminder") if (n := sum(r.kind == k for r in rows))]
         return f"Cancelled {' and '.join(counts)}."
 
-    async def add_timer_time(
+    async def adjust_timer(
         duration: Annotated[str, "e.g. '2 minutes' or '-2 minutes'"],
         which: str | None = None,
     ) -> str:
-        """Add or remove time on a timer."""
+        """Add or take off minutes or seconds on a timer."""
         seconds = _signed_seconds(duration)
         rows = await service.add_time(which or "", seconds)
         amount = speak_duration(abs(seconds))
@@ -155,5 +155,5 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         what = text if text.lower().startswith("about ") else f"to {text}"
         return f"I'll remind you {what} {speak_when(moment, now)}."
 
-    tools = (set_timer, list_timers, cancel_timer, add_timer_time, pause_timer, resume_timer, set_reminder)
+    tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [tool_from_function(f, direct_return=True) for f in tools]
