@@ -3,7 +3,9 @@
 ``TimerStore`` (SQLite) is the single source of truth; ``TimerService.run`` is one
 long-lived task that sleeps until the next due time or until the set of timers changes,
 then claims the row in the database and publishes ``TimerFinished``. Rows that fell due
-while IRIS was off are announced as missed when it starts. The async API works without
+while IRIS was off are announced as missed when it starts. Timers can gain or lose time
+and be paused (a paused timer keeps its seconds left and has no due time, so it never
+fires) and resumed; every change wakes ``run`` to re-plan. The async API works without
 ``run`` too: a one-shot ``iris ask`` stores the timer and the daemon fires it.
 """
 
