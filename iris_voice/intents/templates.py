@@ -10,7 +10,6 @@ more ways to start a timer.
 
 from __future__ import annotations
 
-import copy
 import re
 from importlib import resources
 from typing import Any
@@ -41,7 +40,7 @@ def _usable(data: dict[str, Any]) -> bool:
 
 def home_assistant_templates(language: str = "en") -> dict[str, Any]:
     """The usable part of Home Assistant's templates for ``language`` as a hassil dict."""
-    ha = copy.deepcopy(home_assistant_intents.get_intents(language) or {})
+    ha = home_assistant_intents.get_intents(language) or {}  # a fresh dict, read from the package
     if not ha:
         raise ValueError(f"home-assistant-intents has no sentences for language {language!r}")
     intents = {
