@@ -38,6 +38,7 @@ CASES = [
         ("IrisGetTimeIn", "get_current_time", {"timezone": "Paris, France"}),
     ),
     ("current time in the UK", ("IrisGetTimeIn", "get_current_time", {"timezone": "the UK"})),
+    ("Current time in Paris please", ("IrisGetTimeIn", "get_current_time", {"timezone": "Paris"})),
     # date
     ("what's the date", (D, "get_current_time", {})),
     ("what is today's date", (D, "get_current_time", {})),
@@ -101,6 +102,8 @@ CASES = [
     ("how much time is left on my timer", ("HassTimerStatus", "list_timers", {})),
     ("timer status", ("HassTimerStatus", "list_timers", {})),
     ("status of my timers", ("HassTimerStatus", "list_timers", {})),
+    ("Which timers are running?", ("HassTimerStatus", "list_timers", {})),
+    ("How many timers do I have?", ("HassTimerStatus", "list_timers", {})),
     # arithmetic, digits and words
     ("what is 23 times 47", ("IrisCalculate", "calculator", {"expression": "23 * 47"})),
     ("what is twenty three times forty seven", ("IrisCalculate", "calculator", {"expression": "23 * 47"})),

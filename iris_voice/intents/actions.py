@@ -26,6 +26,13 @@ MAX_NAME_WORDS = 3
 MAX_MESSAGE_WORDS = 15
 _ARTICLES = re.compile(r"^(?:the|my|a|an|our)\b\s*", re.IGNORECASE)
 _DATE = re.compile(r" on (\w+day, \w+ \d{1,2}, \d{4})")
+_POLITE = re.compile(r"(?:[\s,]+(?:please|thanks|thank you))+$", re.IGNORECASE)
+
+
+def _words(value: Any) -> str:
+    """A wildcard's words without edge punctuation or a trailing "please"."""
+    text = " ".join(str(value or "").split()).strip(" .,!?")
+    return _POLITE.sub("", text).strip(" .,!?")
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,7 @@ def phrase(action: Action, result: str) -> str | None:
 
 def _name(value: Any) -> str | None:
     """A timer name as said ("the pasta" → "pasta", "" when none); None if doubtful."""
-    text = " ".join(str(value or "").strip(" .,!?").split())
-    text = _ARTICLES.sub("", text)
+    text = _ARTICLES.sub("", _words(value))
     text = re.sub(r"\s*\btimers?$", "", text, flags=re.IGNORECASE)
     if re.search(r"\d", text) or len(text.split()) > MAX_NAME_WORDS:
         return None  # "10 minute" is a duration, a long phrase is not a name
@@ -102,7 +108,7 @@ def _with_which(args: dict[str, Any], which: str) -> dict[str, Any]:
 
 def start_timer(intent: str, slots: Slots) -> Action | None:
     """HassStartTimer: "set a pasta timer for eight minutes"."""
-    total = seconds(slots["duration"]) if "duration" in slots else _hms(slots)
+    total = seconds(_words(slots["duration"])) if "duration" in slots else _hms(slots)
     name = _name(slots.get("name"))
     if not total or not 0 < total <= MAX_DURATION or name is None:
         return None
@@ -134,7 +140,7 @@ def timer_action(tool: str, **fixed: Any) -> Callable[[str, Slots], Action | Non
 
 def time_in(intent: str, slots: Slots) -> Action | None:
     """IrisGetTimeIn: "what time is it in Tokyo" — only for a place the clock knows."""
-    place = " ".join(str(slots.get("place", "")).strip(" .,!?").split())
+    place = _words(slots.get("place"))
     try:
         resolve_place(place)
     except ToolError:
@@ -168,7 +174,7 @@ def calculate(intent: str, slots: Slots) -> Action | None:
 
 def remind(intent: str, slots: Slots) -> Action | None:
     """IrisSetReminder: "remind me to call mom in two hours"."""
-    message = " ".join(str(slots.get("message", "")).strip(" .,!?").split())
+    message = _words(slots.get("message"))
     if "delay" in slots:
         when = "in " + digits(str(slots["delay"]))
     elif "clock" in slots:
