@@ -61,6 +61,7 @@ demo: setup
 	$(BIN)/python tools/demo.py
 
 bench: setup
+	$(BIN)/python tools/bench_intents.py
 	$(BIN)/python tools/bench_tools.py
 
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline.

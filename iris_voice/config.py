@@ -25,6 +25,12 @@ DEFAULT_SYSTEM_PROMPT = (
     "otherwise answer directly without tools. After a tool result, state the answer briefly."
 )
 
+DIRECT_RETURN = (
+    "get_current_time", "set_timer", "list_timers", "cancel_timer", "adjust_timer", "pause_timer",
+    "resume_timer", "set_reminder",
+)  # fmt: skip
+"""Tools whose result is already a complete spoken sentence (not the calculator's "23 * 47 = 1081")."""
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +55,8 @@ class LlmConfig(_Section):
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    direct_return: list[str] = list(DIRECT_RETURN)
+    """Tools whose answer is spoken as is, without a second model round (if they succeed)."""
 
     @field_validator("host")
     @classmethod
@@ -275,6 +283,12 @@ class McpConfig(_Section):
         return [s for s in self.servers if s.enabled]
 
 
+class IntentsConfig(_Section):
+    """The local intent fast path: everyday commands answered without the language model."""
+
+    enabled: bool = True
+
+
 class Config(_Section):
     """The whole configuration."""
 
@@ -286,6 +300,7 @@ class Config(_Section):
     tts: TtsConfig = TtsConfig()
     boost: BoostConfig = BoostConfig()
     mcp: McpConfig = McpConfig()
+    intents: IntentsConfig = IntentsConfig()
 
 
 def normalize_host(value: str) -> str:

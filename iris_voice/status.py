@@ -149,8 +149,8 @@ class DaemonCommands:
         rows = await service.list()
         return {
             "timers": [
-                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at,
-                 "remaining_s": round(max(0.0, r.due_at - now), 1), "describe": service.describe(r, now)}
+                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
+                 "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
                 for r in rows
             ]
         }  # fmt: skip

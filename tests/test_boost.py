@@ -265,11 +265,17 @@ def test_config_errors_name_the_key(monkeypatch):
 
 
 def test_build_responder_picks_boost_only_when_enabled(tmp_path):
-    cfg = Config(llm=LlmConfig(host="http://h:1", model="local"))
+    from iris_voice.config import IntentsConfig
+    from iris_voice.intents import FastPathResponder
+
+    cfg = Config(llm=LlmConfig(host="http://h:1", model="local"), intents=IntentsConfig(enabled=False))
     assert isinstance(build_responder(cfg, registry()), ChatLoop)
     cfg = cfg.model_copy(update={"boost": BoostConfig(enabled=True, model="big", temperature=0.7)})
     boost = build_responder(cfg, registry())
     assert isinstance(boost, BoostLoop)
+    # with the fast path on (the default), it stands in front of the planner
+    fast = build_responder(cfg.model_copy(update={"intents": IntentsConfig()}), registry())
+    assert isinstance(fast, FastPathResponder) and isinstance(fast.chat, BoostLoop)
     assert isinstance(boost.planner, OllamaBackend)
     assert boost.planner.name == "big at http://h:1"  # the ollama planner defaults to llm.host
     assert boost.planner.cfg.temperature == 0.7 and boost.planner.cfg.request_timeout_s == 30.0

@@ -668,11 +668,19 @@ async def test_set_reminder_tool(h: Harness, tools: ToolRegistry) -> None:
 
 
 def test_tool_specs_stay_small(h: Harness, tools: ToolRegistry) -> None:
-    assert tools.names() == ["set_timer", "list_timers", "cancel_timer", "set_reminder"]
+    assert tools.names() == [
+        "set_timer",
+        "list_timers",
+        "cancel_timer",
+        "adjust_timer",
+        "pause_timer",
+        "resume_timer",
+        "set_reminder",
+    ]
     assert all(t.direct_return for t in tools)
     specs = [asdict(s) for s in tools.specs()]
-    # about 4 characters a token: the four timer tools must leave room for time and calculator
-    assert len(json.dumps(specs)) < 1000
+    # about 4 characters a token: the timer tools must leave room for time and calculator
+    assert len(json.dumps(specs)) < 1600
     assert all(len(s["description"]) <= 60 for s in specs)
     assert specs[0]["parameters"]["required"] == ["duration"]
     assert specs[0]["parameters"]["properties"]["label"]["type"] == "string"

@@ -135,6 +135,15 @@ class BoostLoop:
         """Forget the conversation."""
         self.chat.reset()
 
+    @property
+    def registry(self) -> ToolRegistry:
+        """The local model's tools (the fast path runs them too)."""
+        return self.chat.registry
+
+    def record_turn(self, text: str, results: list[Any]) -> None:
+        """A turn answered without any model goes into the chat loop's history."""
+        self.chat.record_turn(text, results)
+
     def amend_last_reply(self, heard: str) -> None:
         """After a barge-in, keep only what was heard (the turn lives in the chat loop's history)."""
         self.chat.amend_last_reply(heard)

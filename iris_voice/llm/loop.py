@@ -24,10 +24,10 @@ from iris_voice.errors import LlmError
 from iris_voice.events import Event, SentenceReady, ToolCalled, TurnFinished, TurnStarted
 from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.render import manifest, render
-from iris_voice.llm.sentences import SentenceSplitter
+from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, extract_calls, strip_markup
 from iris_voice.llm.trace import TurnTrace
-from iris_voice.tools.registry import ToolRegistry, ToolResult
+from iris_voice.tools.registry import ToolRegistry, ToolResult, spoken
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,28 @@ class ChatLoop:
         else:
             self.history.pop()
 
+    def record_turn(self, text: str, results: list[ToolResult]) -> None:
+        """Remember a turn answered without the model (the intent fast path).
+
+        It is stored as a tool turn of the current mode — the user's words, the tool
+        call, its result — so a follow-up ("…and in Paris?") has the context. Like a
+        direct-return turn, it ends with the tool's result, which is what was said:
+        measured with Qwen2.5-1.5B, a trailing assistant sentence ("It is 11:01 PM … in
+        Tokyo.") is copied for the follow-up with the place swapped and the time wrong,
+        while after a tool result the model calls the tool again, with Paris.
+        """
+        if self.history and self._clock() - self._last_turn_end > self.cfg.history_idle_reset_s:
+            self.reset()
+        turn: list[dict[str, Any]] = [{"role": "user", "content": text}]
+        calls = "\n".join(
+            f"<tool_call>\n{json.dumps({'name': r.name, 'arguments': r.arguments}, ensure_ascii=False)}"
+            "\n</tool_call>"
+            for r in results
+        )
+        self._append_results(turn, calls if self.mode == "text" else "", results)
+        self._remember(turn)
+        self._last_turn_end = self._clock()
+
     # -- turns ------------------------------------------------------------------
     async def warmup(self) -> None:
         """Load the model and fill the server's prompt cache with the constant prefix."""
@@ -180,7 +202,8 @@ class ChatLoop:
             trace.execution_path = trace.execution_path or self.mode
             trace.finish()
             if spoken:  # a cut-off turn keeps what was said (a boost SUMMARY has no rounds)
-                turn.append({"role": "assistant", "content": reply})
+                if not trace.extra.get("direct_return"):  # see record_turn for why not
+                    turn.append({"role": "assistant", "content": reply})
                 self._remember(turn)
             self._last_turn_end = self._clock()
             if completed:
@@ -229,8 +252,23 @@ class ChatLoop:
                 self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
             keep_text = structured or self.mode == "text"
             self._append_results(turn, content if keep_text else remainder, results)
+            if self._direct(results, len(calls)):
+                trace.extra["direct_return"] = True
+                for sentence in self._spoken(results):
+                    yield sentence
+                return
             if calls_made >= limit:
                 turn.append({"role": "user", "content": LIMIT_NOTE})
+
+    def _direct(self, results: list[ToolResult], asked: int) -> bool:
+        """True when every call of the round ran, succeeded and may be spoken as is."""
+        allowed = self.cfg.direct_return
+        return 0 < len(results) == asked and all(r.direct and r.name in allowed for r in results)
+
+    @staticmethod
+    def _spoken(results: list[ToolResult]) -> list[str]:
+        """The sentences of direct-return results, to speak instead of a second model round."""
+        return [s for r in results for s in split_sentences(spoken(r.result))]
 
     def _append_results(self, turn: list[dict[str, Any]], content: str, results: list[ToolResult]) -> None:
         if self.mode == "native":

@@ -40,6 +40,10 @@ class Responder(Protocol):
         """Forget the conversation."""
         ...
 
+    def record_turn(self, text: str, results: list[Any]) -> None:
+        """Write a turn answered without the model (the fast path) into the history."""
+        ...
+
     def amend_last_reply(self, heard: str) -> None:
         """After a barge-in, keep in the history only what the user heard of the last reply."""
         ...
@@ -48,10 +52,16 @@ class Responder(Protocol):
 def build_responder(
     cfg: Config, registry: ToolRegistry, publish: Callable[[Event], None] | None = None
 ) -> Responder:
-    """A ``BoostLoop`` when ``[boost] enabled``, else the plain ``ChatLoop``."""
+    """What answers a request, outermost first: the intent fast path (``[intents] enabled``),
+    then the boost planner (``[boost] enabled``), then the local tool-calling loop."""
     chat = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm, publish=publish)
-    if not cfg.boost.enabled:
-        return chat
-    from iris_voice.llm.boost import build_boost
+    inner: Responder = chat
+    if cfg.boost.enabled:
+        from iris_voice.llm.boost import build_boost
 
-    return build_boost(cfg, chat)
+        inner = build_boost(cfg, chat)
+    if not cfg.intents.enabled:
+        return inner
+    from iris_voice.intents import FastPathResponder, IntentMatcher
+
+    return FastPathResponder(inner, IntentMatcher(), publish)

@@ -240,4 +240,6 @@ def make_clock_tool(default_timezone: str | None = None, now: Callable[[], datet
     ) -> str:
         return describe_time(timezone, default_timezone=default_timezone, now=clock())
 
-    return tool_from_function(current_time, name="get_current_time", description=describe(get_current_time))
+    return tool_from_function(
+        current_time, name="get_current_time", description=describe(get_current_time), direct_return=True
+    )

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,16 @@ class ToolResult:
 
 
 Handler = Callable[..., Any]
+_NOTE = re.compile(r"\s*\([^()]*\)")
+
+
+def spoken(result: str) -> str:
+    """What to say of a direct-return result: the text without its notes in parentheses.
+
+    "It is 3:05 PM … in Tokyo (Asia/Tokyo, UTC+09:00)." → "It is 3:05 PM … in Tokyo."; the
+    zone stays in the tool result, where the model can read it on later turns.
+    """
+    return " ".join(_NOTE.sub("", result).split())
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,8 @@ class Tool:
     model: type[BaseModel] | None = None
     """Validates and coerces arguments; None for raw-schema tools that validate themselves."""
     direct_return: bool = False
-    """The handler returns a complete spoken sentence (see the fast paths)."""
+    """The handler returns a complete spoken sentence (see the fast paths); notes for the
+    model go in parentheses, which ``spoken`` leaves out."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Free-form facts for listings (source server, category)."""
 

@@ -3,7 +3,9 @@
 ``TimerStore`` (SQLite) is the single source of truth; ``TimerService.run`` is one
 long-lived task that sleeps until the next due time or until the set of timers changes,
 then claims the row in the database and publishes ``TimerFinished``. Rows that fell due
-while IRIS was off are announced as missed when it starts. The async API works without
+while IRIS was off are announced as missed when it starts. Timers can gain or lose time
+and be paused (a paused timer keeps its seconds left and has no due time, so it never
+fires) and resumed; every change wakes ``run`` to re-plan. The async API works without
 ``run`` too: a one-shot ``iris ask`` stores the timer and the daemon fires it.
 """
 
@@ -17,21 +19,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Protocol
+from typing import Protocol
 
 from iris_voice.errors import ToolError
 from iris_voice.events import Event, TimerFinished
-from iris_voice.tools.registry import Tool, tool_from_function
-from iris_voice.tools.timeparse import (
-    MAX_DURATION,
-    parse_duration,
-    parse_when,
-    plural,
-    resolve_tz,
-    speak_duration,
-    speak_list,
-    speak_when,
-)
+from iris_voice.tools.timeparse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
 from iris_voice.tools.timerstore import TimerRow, TimerStore, default_db_path
 
 __all__ = [
@@ -42,7 +34,6 @@ __all__ = [
     "TimerService",
     "TimerStore",
     "default_db_path",
-    "make_timer_tools",
     "speak_duration",
 ]
 
@@ -76,12 +67,12 @@ class SystemClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
-def _cap(text: str) -> str:
+def cap(text: str) -> str:
     """Upper-case the first letter only ("iPhone timer" stays as said)."""
     return text[:1].upper() + text[1:]
 
 
-def _noun(row: TimerRow, article: str = "the") -> str:
+def noun(row: TimerRow, article: str = "the") -> str:
     """How a row is named in a sentence: "the pasta timer", "your reminder to call mom"."""
     if row.kind == "reminder":
         return f"{article} reminder to {row.label}" if row.label else f"{article} reminder"
@@ -121,22 +112,29 @@ class TimerService:
         return datetime.fromtimestamp(ts, self.tz)
 
     def describe(self, row: TimerRow, now: float) -> str:
-        """A row in a listing: "pasta with 7 minutes left", "call mom at 7:00 PM"."""
-        if row.kind == "reminder":
+        """A row in a listing: "pasta with 7 minutes left", "tea, paused with 3 minutes left"."""
+        if row.kind == "reminder" and row.due_at is not None:
             return f"{row.label or 'a reminder'} {speak_when(self._local(row.due_at), self._local(now))}"
         name = row.label or f"a timer for {speak_duration(row.duration or 0)}"
-        return f"{name} with {speak_duration(max(0.0, row.due_at - now))} left"
+        return f"{name}{', paused' if row.paused else ''} with {speak_duration(row.left(now))} left"
+
+    def status(self, row: TimerRow, now: float) -> str:
+        """One row's state as a sentence: "The pasta timer has 7 minutes left."."""
+        if row.kind == "reminder" and row.due_at is not None:
+            return cap(f"{noun(row, 'your')} is {speak_when(self._local(row.due_at), self._local(now))}.")
+        left = speak_duration(row.left(now))
+        return cap(f"{noun(row)} {'is paused with' if row.paused else 'has'} {left} left.")
 
     def _message(self, row: TimerRow, missed: bool, now: float) -> str:
         """The sentence spoken when a row fires."""
         if missed:
-            when = speak_when(self._local(row.due_at), self._local(now))
+            when = speak_when(self._local(row.due_at or now), self._local(now))
             if row.kind == "reminder":
                 return f"While I was off, a reminder was due {when}: {row.label or 'no message'}."
-            return f"While I was off, {_noun(row, 'your')} went off {when}."
+            return f"While I was off, {noun(row, 'your')} went off {when}."
         if row.kind == "reminder":
             return f"Reminder: {row.label}." if row.label else "This is your reminder."
-        return _cap(f"{_noun(row, 'your')} is done.")
+        return cap(f"{noun(row, 'your')} is done.")
 
     async def _add(
         self, kind: str, label: str, due_at: float, now: float, duration: float | None
@@ -161,8 +159,8 @@ class TimerService:
         return await self._add("reminder", message, when_ts, now, None)
 
     async def list(self) -> list[TimerRow]:
-        """Pending timers and reminders, soonest first."""
-        return await asyncio.to_thread(self.store.pending)
+        """Running and paused timers and reminders, soonest first."""
+        return await asyncio.to_thread(self.store.active)
 
     async def cancel(self, which: str) -> list[TimerRow]:
         """Cancel by id ("1", "#1"), label, "all" or "the last one"; the rows cancelled.
@@ -170,17 +168,81 @@ class TimerService:
         An ambiguous or unmatched ``which`` cancels nothing and raises ``ToolError``
         naming the candidates, so the model can ask which one.
         """
-        rows = await asyncio.to_thread(self.store.pending)
+        rows = await asyncio.to_thread(self.store.active)
+        chosen = self._select(which, rows, self.clock.now())
+        return await self._apply(chosen, lambda r: self.store.cancel(r.id), reread=False)
+
+    async def find(self, which: str) -> list[TimerRow]:
+        """The rows ``which`` designates, without changing them (see ``cancel``)."""
+        rows = await asyncio.to_thread(self.store.active)
+        return self._select(which, rows, self.clock.now(), "Nothing was changed")
+
+    async def add_time(self, which: str, seconds: float) -> list[TimerRow]:
+        """Add ``seconds`` (negative: remove) to the timers ``which`` designates; the rows after.
+
+        Removing as much time as a timer has left or more is refused (``ToolError``):
+        that is a cancel, or a mishearing, not something to do silently.
+        """
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: not r.paused)
+        for row in rows:
+            if seconds < 0 and row.left(now) + seconds < 1:
+                raise ToolError(
+                    f"{cap(noun(row))} has only {speak_duration(row.left(now))} left, so no time was removed."
+                )
+            if row.left(now) + seconds > MAX_DURATION:
+                raise ToolError("Timers can last at most 7 days, so no time was added.")
+        return await self._apply(rows, lambda r: self.store.shift(r.id, seconds))
+
+    async def pause(self, which: str) -> tuple[list[TimerRow], list[TimerRow]]:
+        """Pause running timers; (rows paused, rows that were paused already)."""
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: not r.paused)
+        running = [r for r in rows if not r.paused]
+        done = await self._apply(running, lambda r: self.store.pause(r.id, r.left(now)))
+        return done, [r for r in rows if r.paused]
+
+    async def resume(self, which: str) -> tuple[list[TimerRow], list[TimerRow]]:
+        """Run paused timers again; (rows resumed, rows that were running already)."""
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: r.paused)
+        paused = [r for r in rows if r.paused]
+        done = await self._apply(paused, lambda r: self.store.resume(r.id, now + r.left(now)))
+        return done, [r for r in rows if not r.paused]
+
+    async def _timers(self) -> list[TimerRow]:
+        return [r for r in await asyncio.to_thread(self.store.active) if r.kind == "timer"]
+
+    async def _apply(
+        self, rows: list[TimerRow], change: Callable[[TimerRow], bool], reread: bool = True
+    ) -> list[TimerRow]:
+        """Run ``change`` on each row (in a thread); the rows changed, as stored now
+        (``reread``) or as they were before."""
         done = []
-        for row in self._select(which, rows, self.clock.now()):
-            if await asyncio.to_thread(self.store.cancel, row.id):  # it may have fired meanwhile
-                done.append(row)
+        for row in rows:
+            if await asyncio.to_thread(change, row):  # False: it fired or was cancelled meanwhile
+                done.append((await asyncio.to_thread(self.store.get, row.id) or row) if reread else row)
         if done:
-            self._changed.set()
+            self._changed.set()  # run() re-reads the store and re-plans its sleep
         return done
 
-    def _select(self, which: str, rows: list[TimerRow], now: float) -> list[TimerRow]:
-        """The rows ``which`` designates (see ``cancel``)."""
+    def _pick(
+        self, which: str, rows: list[TimerRow], now: float, prefer: Callable[[TimerRow], bool]
+    ) -> list[TimerRow]:
+        """``_select`` among the ``prefer``red rows first ("pause the timer" means the running
+        one), then among all, so a named timer in the other state is still found."""
+        preferred = [r for r in rows if prefer(r)]
+        if preferred and len(preferred) < len(rows):
+            try:
+                return self._select(which, preferred, now, "Nothing was changed")
+            except ToolError:
+                pass
+        return self._select(which, rows, now, "Nothing was changed")
+
+    def _select(
+        self, which: str, rows: list[TimerRow], now: float, nothing: str = "Nothing was cancelled"
+    ) -> list[TimerRow]:
+        """The rows ``which`` designates (see ``cancel``); ``nothing`` ends refusals."""
         words = re.sub(r"[^\w#\s]", " ", which.lower()).split()
         kinds = {"timer": "timer", "timers": "timer", "reminder": "reminder", "reminders": "reminder"}
         kind = next((kinds[w] for w in words if w in kinds), None)
@@ -191,7 +253,7 @@ class TimerService:
         if key in ("all", "everything", "every"):
             return pool
         if not pool:
-            raise ToolError(f"No {kind or 'timer'}s are running, so nothing was cancelled.")
+            raise ToolError(f"No {kind or 'timer'}s are running. {nothing}.")
         if key in ("last", "latest", "newest", "most recent", "recent"):
             return [max(pool, key=lambda r: (r.created_at, r.id))]
         if m := re.fullmatch(r"(?:#|number |no )?#?(\d+)", key):
@@ -214,9 +276,7 @@ class TimerService:
         if len(hits) > 1:
             options = "; ".join(f"#{r.id} {self.describe(r, now)}" for r in hits)
             what = f"match {which!r}" if key else "are running"
-            raise ToolError(
-                f"{len(hits)} {what}: {options}. Nothing was cancelled; say which number or 'all'."
-            )
+            raise ToolError(f"{len(hits)} {what}: {options}. {nothing}; say which number or 'all'.")
         return hits
 
     async def _fire(self, row: TimerRow, missed: bool) -> None:
@@ -225,7 +285,7 @@ class TimerService:
         if not await asyncio.to_thread(self.store.mark_fired, row.id, now):
             return  # cancelled or fired by someone else since we read it
         message = self._message(row, missed, now)
-        event = TimerFinished(row.id, row.kind, row.label, row.due_at, missed, message)
+        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message)
         log.info("%s %d fired%s: %s", row.kind, row.id, " (missed)" if missed else "", event.message)
         try:
             self.publish(event)
@@ -250,7 +310,7 @@ class TimerService:
         now = self.clock.now()
         upcoming = []
         for row in await asyncio.to_thread(self.store.pending):
-            if row.due_at <= now:
+            if row.due_at is not None and row.due_at <= now:
                 await self._fire(row, missed=row.due_at <= missed_until)
             else:
                 upcoming.append(row)
@@ -275,74 +335,10 @@ class TimerService:
                 await self._wait(delay)
 
 
-def _clean_label(label: str | None) -> str:
-    """Turn "the pasta timer" into "pasta": the sentences add "the" and "timer" themselves."""
-    text = " ".join((label or "").split()).rstrip(".!?")
-    text = re.sub(r"^(?:the|a|an|my)\s+", "", text, flags=re.IGNORECASE)
-    return re.sub(r"\s*\btimer$", "", text, flags=re.IGNORECASE)
+def __getattr__(name: str) -> object:
+    """``make_timer_tools`` lives in ``timertools`` now; keep the old import working."""
+    if name == "make_timer_tools":
+        from iris_voice.tools.timertools import make_timer_tools
 
-
-def _clean_message(message: str) -> str:
-    """Turn "to call mom." into "call mom": the confirmation says "to" itself."""
-    text = " ".join(message.split()).rstrip(".!?")
-    return re.sub(r"^(?:remind me to|remind me|to)\s+", "", text, flags=re.IGNORECASE)
-
-
-def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
-    """The ``set_timer``, ``list_timers``, ``cancel_timer`` and ``set_reminder`` tools."""
-    tz = resolve_tz(tz_name)
-
-    async def set_timer(
-        duration: Annotated[str, "e.g. '8 minutes'"],
-        label: Annotated[str | None, "e.g. pasta"] = None,
-    ) -> str:
-        """Start a countdown timer."""
-        try:
-            seconds = parse_duration(duration)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        name = _clean_label(label)
-        await service.set_timer(seconds, name)
-        return f"{_cap(f'{name} timer' if name else 'timer')} set for {speak_duration(seconds)}."
-
-    async def list_timers() -> str:
-        """List running timers and reminders."""
-        rows, now = await service.list(), service.clock.now()
-        timers = [service.describe(r, now) for r in rows if r.kind == "timer"]
-        reminders = [service.describe(r, now) for r in rows if r.kind == "reminder"]
-        said = ["No timers are running."]
-        if timers:
-            said = [f"You have {plural(len(timers), 'timer')}: {speak_list(timers)}."]
-        if reminders:
-            said.append(f"You have {plural(len(reminders), 'reminder')}: {speak_list(reminders)}.")
-        return " ".join(said)
-
-    async def cancel_timer(which: Annotated[str, "number, label, 'all' or 'last'"]) -> str:
-        """Cancel timers or reminders."""
-        rows = await service.cancel(which)
-        if not rows:
-            return "Nothing was running, so nothing was cancelled."
-        if len(rows) == 1:
-            return f"Cancelled {_noun(rows[0])}."
-        counts = [plural(n, k) for k in ("timer", "reminder") if (n := sum(r.kind == k for r in rows))]
-        return f"Cancelled {' and '.join(counts)}."
-
-    async def set_reminder(
-        when: Annotated[str, "e.g. 'in 2 hours', 'tomorrow at 9'"],
-        message: Annotated[str, "e.g. call mom"],
-    ) -> str:
-        """Remind the user at a time."""
-        now = datetime.fromtimestamp(service.clock.now(), tz)
-        try:
-            moment = parse_when(when, now)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        text = _clean_message(message)
-        if not text:
-            raise ToolError("Say what the reminder is for, e.g. message='call mom'.")
-        await service.set_reminder(moment.timestamp(), text)
-        what = text if text.lower().startswith("about ") else f"to {text}"
-        return f"I'll remind you {what} {speak_when(moment, now)}."
-
-    tools = (set_timer, list_timers, cancel_timer, set_reminder)
-    return [tool_from_function(f, direct_return=True) for f in tools]
+        return make_timer_tools
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

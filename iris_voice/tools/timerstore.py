@@ -15,22 +15,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KINDS = ("timer", "reminder")
-STATES = ("pending", "fired", "cancelled")
+STATES = ("pending", "paused", "fired", "cancelled")
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of the current layout; 0 is the first one (no pausing)."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS timers (
+# Version 1: a paused timer keeps its seconds left in ``remaining`` and has no due time,
+# so due_at may be NULL and the state may be 'paused'.
+_TABLE = """
+CREATE TABLE {name} (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL CHECK (kind IN ('timer', 'reminder')),
     label TEXT NOT NULL DEFAULT '',
     created_at REAL NOT NULL,
-    due_at REAL NOT NULL,
+    due_at REAL CHECK (due_at IS NOT NULL OR state != 'pending'),
     duration REAL,
-    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'fired', 'cancelled')),
-    fired_at REAL
-);
-CREATE INDEX IF NOT EXISTS timers_pending ON timers (state, due_at);
-"""
-_COLUMNS = "id, kind, label, created_at, due_at, duration, state, fired_at"
+    state TEXT NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'paused', 'fired', 'cancelled')),
+    fired_at REAL,
+    remaining REAL CHECK (remaining IS NOT NULL OR state != 'paused')
+)"""
+_INDEX = "CREATE INDEX IF NOT EXISTS timers_pending ON timers (state, due_at)"
+_V0_COLUMNS = "id, kind, label, created_at, due_at, duration, state, fired_at"
+_COLUMNS = _V0_COLUMNS + ", remaining"
+_ACTIVE = "state IN ('pending', 'paused')"
 
 
 @dataclass(frozen=True)
@@ -45,14 +52,27 @@ class TimerRow:
     """Timer label or reminder message; "" when none was given."""
     created_at: float
     """When it was set, as a Unix timestamp."""
-    due_at: float
-    """When it falls due, as a Unix timestamp."""
+    due_at: float | None
+    """When it falls due, as a Unix timestamp; None while paused."""
     duration: float | None
     """Length in seconds for timers; None for reminders."""
     state: str
     """``pending``, ``fired`` or ``cancelled``."""
     fired_at: float | None
     """When it was announced, or None."""
+    remaining: float | None = None
+    """Seconds left while paused; None otherwise."""
+
+    @property
+    def paused(self) -> bool:
+        """True for a paused timer (it has seconds left but no due time)."""
+        return self.state == "paused"
+
+    def left(self, now: float) -> float:
+        """Seconds until it falls due (frozen while paused), never below zero."""
+        if self.due_at is None:
+            return max(0.0, self.remaining or 0.0)
+        return max(0.0, self.due_at - now)
 
 
 def default_db_path() -> Path:
@@ -78,7 +98,45 @@ class TimerStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
             self._conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
-            self._conn.executescript(_SCHEMA)
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Create the table, or bring an older file up to ``SCHEMA_VERSION`` in one transaction.
+
+        SQLite cannot relax a NOT NULL column in place, so version 0 files are rebuilt:
+        copy the rows into a new table, swap the names, keep the AUTOINCREMENT counter
+        (ids are never reused). BEGIN IMMEDIATE makes a second process wait, and the
+        version is read again inside the transaction, so only one of them migrates.
+        """
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            exists = self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'timers'"
+            ).fetchone()
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} was written by a newer IRIS (schema {version}, this one knows "
+                    f"{SCHEMA_VERSION})"
+                )
+            if not exists:
+                self._conn.execute(_TABLE.format(name="timers"))
+            elif version == 0:
+                seq = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'timers'").fetchone()
+                self._conn.execute(_TABLE.format(name="timers_v1"))
+                self._conn.execute(f"INSERT INTO timers_v1 ({_V0_COLUMNS}) SELECT {_V0_COLUMNS} FROM timers")
+                self._conn.execute("DROP TABLE timers")
+                self._conn.execute("ALTER TABLE timers_v1 RENAME TO timers")
+                if seq is not None:
+                    self._conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'timers'", seq)
+            self._conn.execute(_INDEX)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         """Close the connection (rows are already committed)."""
@@ -129,8 +187,13 @@ class TimerStore:
         return rows[0] if rows else None
 
     def pending(self) -> list[TimerRow]:
-        """Pending rows, soonest first."""
+        """Running rows (not paused), soonest first: what the timer service fires."""
         return self._rows(f"SELECT {_COLUMNS} FROM timers WHERE state = 'pending' ORDER BY due_at, id")
+
+    def active(self) -> list[TimerRow]:
+        """Running and paused rows, soonest first (paused ones by the time they have left)."""
+        sql = f"SELECT {_COLUMNS} FROM timers WHERE {_ACTIVE} ORDER BY due_at IS NULL, due_at, remaining, id"
+        return self._rows(sql)
 
     def list(self, state: str | None = None, limit: int = 1000) -> list[TimerRow]:
         """Rows in ``state`` (every state when None), soonest first."""
@@ -141,9 +204,35 @@ class TimerStore:
         return self._rows(sql, (*params, limit))
 
     def cancel(self, timer_id: int) -> bool:
-        """Cancel a pending row; False when it is unknown, fired or already cancelled."""
-        sql = "UPDATE timers SET state = 'cancelled' WHERE id = ? AND state = 'pending'"
+        """Cancel a running or paused row; False when it is unknown, fired or already cancelled."""
+        sql = f"UPDATE timers SET state = 'cancelled' WHERE id = ? AND {_ACTIVE}"
         return self._update(sql, (timer_id,))
+
+    def pause(self, timer_id: int, remaining: float) -> bool:
+        """Pause a running row with ``remaining`` seconds left; False if it is not running."""
+        sql = (
+            "UPDATE timers SET state = 'paused', remaining = ?, due_at = NULL "
+            "WHERE id = ? AND state = 'pending'"
+        )
+        return self._update(sql, (remaining, timer_id))
+
+    def resume(self, timer_id: int, due_at: float) -> bool:
+        """Run a paused row again, due at ``due_at``; False if it is not paused."""
+        sql = (
+            "UPDATE timers SET state = 'pending', due_at = ?, remaining = NULL "
+            "WHERE id = ? AND state = 'paused'"
+        )
+        return self._update(sql, (due_at, timer_id))
+
+    def shift(self, timer_id: int, seconds: float) -> bool:
+        """Move a running row's due time (or a paused row's time left) by ``seconds``.
+
+        False when the row is no longer running or paused (it fired or was cancelled).
+        """
+        sql = (
+            f"UPDATE timers SET due_at = due_at + ?1, remaining = remaining + ?1 WHERE id = ?2 AND {_ACTIVE}"
+        )
+        return self._update(sql, (seconds, timer_id))
 
     def mark_fired(self, timer_id: int, fired_at: float | None = None) -> bool:
         """Claim a pending row as fired; False when it was cancelled or fired meanwhile.
