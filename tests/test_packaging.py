@@ -8,6 +8,8 @@ that must not restart, an install list naming a missing file, a model pin withou
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import shutil
@@ -153,3 +155,42 @@ def test_daemon_exits_with_a_status_the_units_do_not_restart(case, tmp_path):
     assert says in out.stderr
     for unit in (SYSTEM_UNIT, TEMPLATE_UNIT, USER_UNIT):
         assert str(expected) in parse_unit(unit)["Service"]["RestartPreventExitStatus"][0].split()
+
+
+def _container_module(name: str):
+    """A module of the install test's container side (they import each other by name)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+
+def test_container_checks_need_only_the_standard_library():
+    # They run with the container's /usr/bin/python3.11, before and after IRIS is installed.
+    for path in sorted((ROOT / "tools").glob("deb_checks*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top.startswith("deb_checks"), f"{path.name}: {name}"
+
+
+@pytest.mark.parametrize(
+    ("said", "heard", "share"),
+    [
+        ("The answer is 1,081.", "The answer is 1081.", 1.0),
+        ("The answer is 1,081.", "the answer is one thousand eighty-one", 1.0),
+        ("23 times 47 is 1081.", "twenty three times forty seven is 1081", 1.0),
+        ("The answer is 1,081.", "the answer is 1018", 0.75),
+        ("The answer is 1,081.", "", 0.0),
+    ],
+)
+def test_spoken_answer_judge_counts_numbers_in_digits_or_words(said, heard, share):
+    voice = _container_module("deb_checks_voice")
+    assert voice.share_heard(said, heard) == share
+    assert voice.spell(1081) == "one thousand eighty one" and voice.spell(700) == "seven hundred"

@@ -169,6 +169,12 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(10)
 
 
+def _stages(turn: dict) -> str:
+    t = turn.get("timings_ms") or {}
+    keys = ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio")
+    return ", ".join(f"{k} {t[k]:.0f}" for k in keys if isinstance(t.get(k), int | float))
+
+
 def spoken_turn(params: dict, ctx: dict) -> str:
     """Speak the question into tester's virtual microphone; IRIS's answer must be heard."""
     import deb_checks_service as service
@@ -211,7 +217,7 @@ def spoken_turn(params: dict, ctx: dict) -> str:
     summary = (
         f"restart READY in {took:.1f} s; IRIS heard {turn.get('transcript')!r}, "
         f"tools {[c['name'] for c in turn.get('tool_calls', [])]}, said {spoken!r}; "
-        f"the speaker carried {heard!r}; first audio {turn.get('first_audio_ms')} ms"
+        f"the speaker carried {heard!r}; first audio {turn.get('first_audio_ms')} ms ({_stages(turn)})"
     )
     if turn.get("interrupted") or not spoken:
         raise Fail(f"IRIS did not speak its whole reply: {summary}")
