@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-speech bench-audio bench-boost clean deb deb-deps test-deb
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb bench-mcp
 
 setup: venv models fixtures
 
@@ -63,6 +63,10 @@ demo: setup
 bench: setup
 	$(BIN)/python tools/bench_tools.py
 
+# Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline.
+bench-voice: setup audio-deps
+	$(BIN)/python tools/bench_voice.py
+
 bench-speech: setup
 	$(BIN)/python tools/bench_speech.py
 
@@ -95,6 +99,10 @@ deb: deb-deps
 # The spoken turn needs the test bed: the GGUF for the test server and the spoken fixture.
 test-deb: deb-deps setup
 	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
+
+# Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
+bench-mcp: setup
+	flock /tmp/iris-llm.lock $(BIN)/python tools/bench_mcp.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

@@ -11,8 +11,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from iris_voice import __version__
 from iris_voice import config as config_mod
@@ -39,13 +40,13 @@ def _parser() -> argparse.ArgumentParser:
 
     tools = sub.add_parser("tools", help="list, render or call the assistant's tools")
     tsub = tools.add_subparsers(dest="tools_command", metavar="ACTION", required=True)
-    tl = tsub.add_parser("list", help="the enabled tools")
+    tl = tsub.add_parser("list", help="the enabled tools; MCP tools under their category/tool paths")
     tl.add_argument("--json", action="store_true")
     ts = tsub.add_parser("schema", help="render the tools for a model")
     ts.add_argument(
         "--format", default="ollama", choices=("ollama", "openai", "anthropic", "text", "concise", "qwen-xml")
     )
-    tc = tsub.add_parser("call", help="call a tool with JSON arguments")
+    tc = tsub.add_parser("call", help="call a tool (or a lazy MCP tool by its path) with JSON arguments")
     tc.add_argument("name")
     tc.add_argument("arguments", nargs="?", default="{}", help="JSON object")
 
@@ -99,46 +100,85 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     """``iris tools list|schema|call``."""
-    from iris_voice.llm.render import render_json
-    from iris_voice.tools.builtin import build_registry
+    arguments: Any = None
+    if args.tools_command == "call":
+        try:
+            arguments = json.loads(args.arguments)
+        except json.JSONDecodeError as exc:
+            print(json.dumps({"ok": False, "error": f"arguments are not valid JSON: {exc.msg}"}))
+            return EXIT_USAGE
+        if not isinstance(arguments, dict):
+            print(json.dumps({"ok": False, "error": "arguments must be a JSON object"}))
+            return EXIT_USAGE
+    return asyncio.run(_tools(_load(args), args, arguments))
 
-    registry, _ = build_registry(_load(args))
-    if args.tools_command == "list":
-        if args.json:
-            print(json.dumps([s.__dict__ for s in registry.specs()], indent=2))
-        else:
-            for spec in registry.specs():
-                print(f"{spec.name:20} {spec.description}")
-        return 0
-    if args.tools_command == "schema":
-        print(render_json(registry.specs(), args.format))
-        return 0
-    try:
-        arguments = json.loads(args.arguments)
-    except json.JSONDecodeError as exc:
-        print(json.dumps({"ok": False, "error": f"arguments are not valid JSON: {exc.msg}"}))
-        return EXIT_USAGE
-    if not isinstance(arguments, dict):
-        print(json.dumps({"ok": False, "error": "arguments must be a JSON object"}))
-        return EXIT_USAGE
-    res = asyncio.run(registry.call(args.name, arguments))
+
+async def _tools(cfg: config_mod.Config, args: argparse.Namespace, arguments: Any) -> int:
+    from iris_voice.llm.render import render_json
+    from iris_voice.tools.builtin import open_registry
+
+    async with open_registry(cfg, errlog=_server_log(args)) as (registry, _, mcp):
+        if args.tools_command == "list":
+            rows = [
+                {"name": s.name, "description": s.description, "parameters": s.parameters}
+                for s in registry.specs()
+            ]
+            for info in mcp.listing() if mcp else []:
+                if info.mode == "lazy":  # eager ones are already in the registry
+                    rows.append(
+                        {
+                            "name": info.path,
+                            "description": info.description,
+                            "parameters": info.parameters,
+                            "mode": "lazy",
+                            "server": info.server,
+                        }
+                    )
+            for row in rows:
+                if row["name"] in registry and registry.get(row["name"]).meta.get("mode") == "eager":
+                    row.update(mode="eager", server=registry.get(row["name"]).meta["server"])
+            if args.json:
+                print(json.dumps(rows, indent=2, ensure_ascii=False))
+            else:
+                for row in rows:
+                    mark = f"[{row['mode']}] " if row.get("mode") else ""
+                    print(f"{row['name']:28} {mark}{row['description']}")
+            return 0
+        if args.tools_command == "schema":
+            print(render_json(registry.specs(), args.format))
+            return 0
+        name = args.name
+        if name not in registry and mcp and mcp.lazy and "/" in name:
+            # A lazy tool's path: run it the way the model would, through execute_tool.
+            arguments, name = {"tool_path": name, "arguments": arguments}, "execute_tool"
+        res = await registry.call(name, arguments)
     out: dict[str, Any] = {"ok": res.ok}
     out["result" if res.ok else "error"] = res.result if res.ok else res.result.removeprefix("Error: ")
     print(json.dumps(out, ensure_ascii=False))
     return 0 if res.ok else EXIT_TOOL
 
 
-async def _ask(cfg: config_mod.Config, text: str, as_json: bool) -> int:
+def _server_log(args: argparse.Namespace) -> TextIO | None:
+    """Where MCP servers' stderr goes: ours with -v, else nowhere (their chatter is not output)."""
+    return None if args.verbose else open(os.devnull, "w")  # noqa: SIM115 - lives as long as the command
+
+
+async def _ask(cfg: config_mod.Config, text: str, as_json: bool, errlog: TextIO | None = None) -> int:
     from iris_voice.llm.responder import build_responder
     from iris_voice.llm.trace import TurnTrace
-    from iris_voice.tools.builtin import build_registry
+    from iris_voice.tools.builtin import open_registry
 
-    registry, _ = build_registry(cfg)
-    loop = build_responder(cfg, registry)  # boost mode when [boost] enabled
-    trace = TurnTrace(text=text)
-    async for sentence in loop.sentences(text, trace):
-        if not as_json:
-            print(sentence, flush=True)
+    async with open_registry(cfg, errlog=errlog) as (registry, _, mcp):
+        llm = cfg.llm
+        if mcp is not None:
+            from iris_voice.tools.mcp import with_mcp_hint
+
+            llm = with_mcp_hint(llm, mcp)
+        loop = build_responder(cfg.model_copy(update={"llm": llm}), registry)  # boost when enabled
+        trace = TurnTrace(text=text)
+        async for sentence in loop.sentences(text, trace):
+            if not as_json:
+                print(sentence, flush=True)
     if as_json:
         print(json.dumps(trace.to_dict(), indent=2, ensure_ascii=False))
     return 0
@@ -165,7 +205,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             trace = answer["trace"]
             print(json.dumps(trace, indent=2, ensure_ascii=False) if args.json else trace["reply"])
             return 0
-    return asyncio.run(_ask(cfg, args.text, args.json))
+    return asyncio.run(_ask(cfg, args.text, args.json, _server_log(args)))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

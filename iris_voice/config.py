@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from iris_voice.errors import ConfigError
 
@@ -188,6 +188,93 @@ class BoostConfig(_Section):
         return out
 
 
+_MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# Lower-case path segments: the model types categories back, and case mistakes are common.
+_MCP_SEGMENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+
+class McpServerConfig(_Section):
+    """One MCP tool server: how to start or reach it, where its tools sit, how long to wait."""
+
+    name: str
+    """Unique name for logs and error messages (``time``)."""
+    category: str
+    """Category path of its tools, segments joined by ``/`` (``time``, ``utilities/math``)."""
+    description: str = ""
+    """What its tools do, a short verb phrase ("get the current time in any time zone"): the
+    model reads it in get_tools_in_category's description to decide when to browse there."""
+    command: str = ""
+    """Executable of a stdio server (``python3``, ``uvx``, ``mcp-server-time``); exclusive with ``url``."""
+    args: list[str] = []
+    """Arguments of ``command``."""
+    url: str = ""
+    """Endpoint of a streamable-HTTP server (``http://127.0.0.1:8000/mcp``); exclusive with ``command``."""
+    env: dict[str, str] = {}
+    """Extra environment of a stdio server, on top of a safe default (HOME, PATH, USER…)."""
+    cwd: str = ""
+    """Working directory of a stdio server; empty keeps IRIS's."""
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0
+    """Longest wait for one tool call before the model gets ``Error: … timed out``."""
+    startup_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
+    """Longest wait for the server to start and answer ``initialize`` and ``tools/list``."""
+    mode: Literal["lazy", "eager"] = "lazy"
+    """``lazy``: the model browses to the tools when it needs them; ``eager``: always listed."""
+    enabled: bool = True
+    """False keeps the entry but neither starts the server nor shows its tools."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _MCP_NAME.fullmatch(value):
+            raise ValueError("must be 1-64 letters, digits, '_', '.' or '-'")
+        return value
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str) -> str:
+        path = value.strip().strip("/")
+        if not path or not all(_MCP_SEGMENT.fullmatch(p) for p in path.split("/")):
+            raise ValueError("must be a path such as 'time' or 'utilities/math' (a-z, 0-9, '_', '-')")
+        return path
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if value and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("must start with http:// or https:// and name a host")
+        return value
+
+    @model_validator(mode="after")
+    def _transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set exactly one of 'command' (a stdio server) or 'url' (streamable HTTP)")
+        return self
+
+
+class McpConfig(_Section):
+    """MCP tool servers, started in the background when IRIS starts."""
+
+    start_wait_s: Annotated[float, Field(ge=0, le=60)] = 2.0
+    """Longest a turn waits for a server that is still starting before the model gets an error."""
+    servers: list[McpServerConfig] = []
+    """The servers, each under its own category."""
+
+    @model_validator(mode="after")
+    def _unique(self) -> McpConfig:
+        for attr in ("name", "category"):
+            seen: set[str] = set()
+            for server in self.servers:
+                value = getattr(server, attr)
+                if value in seen:
+                    raise ValueError(f"two servers have the {attr} {value!r}; each needs its own")
+                seen.add(value)
+        return self
+
+    def active(self) -> list[McpServerConfig]:
+        """The enabled servers."""
+        return [s for s in self.servers if s.enabled]
+
+
 class Config(_Section):
     """The whole configuration."""
 
@@ -198,6 +285,7 @@ class Config(_Section):
     stt: SttConfig = SttConfig()
     tts: TtsConfig = TtsConfig()
     boost: BoostConfig = BoostConfig()
+    mcp: McpConfig = McpConfig()
 
 
 def normalize_host(value: str) -> str:
@@ -229,9 +317,17 @@ def _message(err: dict[str, Any]) -> str:
     return msg
 
 
+def key_path(loc: tuple[Any, ...]) -> str:
+    """``("mcp", "servers", 0, "command")`` as ``mcp.servers[0].command``, the way TOML readers think."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def format_errors(exc: ValidationError) -> list[str]:
     """One ``key.path: reason`` line per problem."""
-    return [f"{'.'.join(str(p) for p in e.get('loc', ())) or 'config'}: {_message(e)}" for e in exc.errors()]
+    return [f"{key_path(tuple(e.get('loc', ()))) or 'config'}: {_message(e)}" for e in exc.errors()]
 
 
 def candidate_paths(explicit: str | os.PathLike[str] | None = None) -> list[Path]:

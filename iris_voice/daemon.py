@@ -66,6 +66,13 @@ class Daemon:
         eng = self._engines
         self.registry, self.timers = build_registry(cfg, self.bus.publish)
         self.backend = OllamaBackend(cfg.llm)  # for iris status's reachability probe
+        self.mcp = None
+        if cfg.mcp.active():  # the servers start in run(), inside the TaskGroup
+            from iris_voice.tools.mcp import McpManager, with_mcp_hint
+
+            self.mcp = McpManager(cfg.mcp)
+            self.mcp.register(self.registry)
+            cfg = cfg.model_copy(update={"llm": with_mcp_hint(cfg.llm, self.mcp)})
         self.chat = build_responder(cfg, self.registry, publish=self.bus.publish)
         listener = Listener(cfg.audio, eng.vad, eng.wake, self.bus.publish, wake_threshold=cfg.wake.threshold)
         if cfg.audio.activation != "wake_word" and cfg.audio.barge_in != "wake_word":
@@ -113,6 +120,8 @@ class Daemon:
                     tg.create_task(self.alarms.run(), name="alarms"),
                     tg.create_task(self._connect_llm(), name="llm-connect"),
                 ]
+                if self.mcp is not None:
+                    await self.mcp.start(tg)  # pre-warm in the background; a turn never waits long
                 # The first question should not pay for loading the language model and its
                 # prompt: wait for the first attempt (bounded), but never for a dead server.
                 waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, self._stopping)]
@@ -129,6 +138,8 @@ class Daemon:
                 log.info("stopping")
                 for task in tasks:
                     task.cancel()
+                if self.mcp is not None:
+                    await self.mcp.stop(timeout=1.0)
             await control.close()
         finally:
             for closable in (self._source, self._sink):

@@ -2,9 +2,9 @@
 
 One task reads the capture stage's frames and never waits for anything else, so the
 microphone queue never backs up while a turn is being answered. What runs on a frame
-depends on the moment, which keeps idle CPU low: in wake-word mode an idle IRIS runs
-only the wake-word model; Silero VAD runs while a question is being captured (and, in
-``always`` mode or a follow-up window, to notice that someone started speaking). While
+depends on the moment, which keeps idle CPU low: in wake-word mode an idle IRIS runs only
+Silero VAD, and the wake-word model (ten times costlier) only while there is sound that
+may be speech; the VAD also endpoints questions. While
 IRIS answers, the wake word (or plain speech, with ``barge_in = "voice"``) interrupts.
 """
 
@@ -33,6 +33,13 @@ WAKE_PRE_ROLL_S = 0.25
 ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
 SPEECH_HYSTERESIS = 0.15
 """How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
+WAKE_GATE_THRESHOLD = 0.2
+"""VAD probability that wakes the wake-word model (low: missing a wake word is worse than CPU)."""
+WAKE_GATE_HOLD_S = 2.0
+"""The wake-word model keeps running this long after the last speech-like frame."""
+WAKE_GATE_BUFFER_S = 2.5
+"""Audio the wake-word model catches up on when it wakes: its 1.28 s window of embeddings
+reaches about 2.1 s back."""
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 
@@ -90,6 +97,8 @@ class Listener:
         self._capture_start_s = 0.0
         self._seg: Segmenter | None = None
         self._speech_run = 0
+        self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
+        self._gate_until = -1.0
 
     # -- commands -----------------------------------------------------------------
     def arm(self, trigger: str = "push_to_talk") -> None:
@@ -143,8 +152,29 @@ class Listener:
                 self._start("follow_up" if follow_up else "always", [f for f, _ in self._pre], replay=True)
             return
         self._pre.append((frame, False))
-        if self.cfg.activation == "wake_word" and await self._wake(frame, during_speech=False):
-            self._start("wake_word", self._wake_pre_roll())
+        if self.cfg.activation == "wake_word":
+            await self._gated_wake(frame)
+
+    async def _gated_wake(self, frame: np.ndarray) -> None:
+        """Run the wake-word model only while there is sound that may be speech.
+
+        Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
+        idles on the VAD alone. When it hears something, the wake model catches up on
+        the last ``WAKE_GATE_BUFFER_S`` of audio first, so it sees "hey Jarvis" whole.
+        """
+        self._unfed.append(frame)
+        if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
+            self._gate_until = self.position_s + WAKE_GATE_HOLD_S
+        if self.position_s > self._gate_until:
+            return
+        batch = list(self._unfed)
+        self._unfed.clear()
+        for i, f in enumerate(batch):
+            if await self._wake(f, during_speech=False):
+                # pre-roll up to the detection, and what was said after it (the question's start)
+                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
+                self._start("wake_word", batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
+                return
 
     async def _barge_in_check(self, frame: np.ndarray, on_barge_in: Callable[[str], None]) -> None:
         mode = self.cfg.barge_in

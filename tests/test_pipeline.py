@@ -102,7 +102,19 @@ async def test_speech_without_the_wake_word_is_ignored():
     h = Harness(ScriptedBackend(), FakeStt("what time is it"))
     await h.run(ScriptSource(frames(SPEECH, 1.0)))
     assert h.stt.audio == [] and h.tts.spoken == []
-    assert h.vad.calls == 0, "an idle wake-word listener must not run the VAD"
+
+
+async def test_the_wake_word_model_sleeps_in_silence_and_catches_up_on_sound():
+    h = Harness(ScriptedBackend("Yes?"), FakeStt("are you there"))
+    await h.run(ScriptSource(frames(SILENCE, 3.0), tail_s=0.0))
+    assert h.wake.calls == 0 and h.vad.calls > 90, "in silence only the VAD runs"
+    # "hey Jarvis" right after silence: the wake model sees the phrase from its start
+    h = Harness(ScriptedBackend("Yes?"), FakeStt("are you there"))
+    await h.run(ScriptSource(frames(SILENCE, 3.0) + QUESTION))
+    assert h.tts.spoken == ["Yes?"]
+    # ungated it would see ~190 idle frames (3 s before, 3 s after); gated: the 2.5 s it
+    # catches up on, the phrase, and the 2 s it stays awake after the last sound
+    assert h.wake.calls < 150, h.wake.calls
 
 
 async def test_always_mode_keeps_the_pre_roll():

@@ -248,18 +248,14 @@ def main() -> None:
     ap.add_argument("--planner", choices=("openai", "ollama"), default="openai")
     ap.add_argument("--quick", action="store_true", help="every other question")
     args = ap.parse_args()
-    from tools.demo import ollama_answers
     from tools.fetch_models import assemble
-    from tools.testbed import start_openai_server, start_server
+    from tools.testbed import model_server, start_openai_server
 
     model = os.environ.get("IRIS_BENCH_MODEL", "qwen2.5-coder:1.5b")
     host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
     path = assemble()
     with ExitStack() as stack:
-        if not ollama_answers(host):
-            t0 = time.perf_counter()
-            host = stack.enter_context(start_server(path, extra_args=["--model", model])).url
-            print(f"executor: test server at {host} ready in {time.perf_counter() - t0:.1f} s")
+        host = model_server(stack, model, host, "executor: test server")
         planner, name = None, f"Ollama model {model} on the executor's server"
         if args.planner == "openai":
             t0 = time.perf_counter()

@@ -19,7 +19,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -164,19 +163,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    from tools.demo import ollama_answers
     from tools.fetch_models import assemble
+    from tools.testbed import model_server
 
     model = os.environ.get("IRIS_BENCH_MODEL", "qwen2.5-coder:1.5b")
     host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
     path = assemble()
     with ExitStack() as stack:
-        if not ollama_answers(host):
-            from tools.testbed import start_server
-
-            t0 = time.perf_counter()
-            host = stack.enter_context(start_server(path, extra_args=["--model", model])).url
-            print(f"test server at {host} ready in {time.perf_counter() - t0:.1f} s")
+        host = model_server(stack, model, host, "test server")
         asyncio.run(run(host, model, path, args.quick))
 
 

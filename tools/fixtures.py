@@ -55,6 +55,21 @@ QUESTIONS = {
 }
 """Each question is made with (``jarvis_<name>``) and without (``<name>``) the wake word."""
 EXTRA = {"jarvis": "Hey Jarvis.", "stop": "Stop."}
+BENCH = {
+    "time_tokyo": ("time", "What time is it in Tokyo?"),
+    "time_london": ("time", "What time is it in London?"),
+    "time_new_york": ("time", "What's the time in New York?"),
+    "multiply": ("calc", "What is twenty three times forty seven?"),
+    "percent": ("calc", "What is fifteen percent of eighty?"),
+    "sqrt": ("calc", "What is the square root of one hundred forty four?"),
+    "pasta_timer": ("timer", "Set a pasta timer for eight minutes."),
+    "ten_minute_timer": ("timer", "Set a timer for ten minutes."),
+    "list_timers": ("timer", "Which timers are running?"),
+    "octopus": ("chat", "Give me one fun fact about octopuses."),
+    "france": ("chat", "What is the capital of France?"),
+    "hello": ("chat", "Say hello to my friend Sam."),
+}
+"""The latency benchmark's questions (``bench_<name>``, with the wake word): group and text."""
 PAUSE_PARTS = ("Set a timer", "for three seconds.")
 """The ``pause`` fixture: these two syntheses with ``PAUSE_S`` of silence between."""
 ESPEAK = {
@@ -86,6 +101,8 @@ def specs() -> dict[str, list[str]]:
     for name, text in EXTRA.items():
         out[name] = [text]
     out["pause"] = list(PAUSE_PARTS)
+    for name, (_group, text) in BENCH.items():
+        out[f"bench_{name}"] = [_with_wake(text)]
     return out
 
 

@@ -146,3 +146,28 @@ def start_openai_server(
         time.sleep(0.5)
     ServerHandle(proc, url, port, output).stop()
     raise RuntimeError(f"llama_cpp.server did not start within {timeout} s: {cmd}")
+
+
+def ollama_answers(host: str) -> bool:
+    """True when an Ollama(-protocol) server answers at ``host``."""
+    import httpx
+
+    try:
+        return httpx.get(f"{host}/api/version", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def model_server(stack, model: str, host: str, label: str = "test server") -> str:
+    """The Ollama server at ``host`` when one answers; otherwise the test server serving the
+    packaged GGUF as ``model``, started on ``stack`` (an ExitStack). Its URL."""
+    if ollama_answers(host):
+        return host
+    if __package__:
+        from .fetch_models import assemble
+    else:
+        from fetch_models import assemble
+    t0 = time.monotonic()
+    url = stack.enter_context(start_server(assemble(), extra_args=["--model", model])).url
+    print(f"{label} at {url} ready in {time.monotonic() - t0:.1f} s")
+    return url

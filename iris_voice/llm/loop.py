@@ -64,9 +64,18 @@ class ChatLoop:
         self._clock = clock
         self.history: list[list[dict[str, Any]]] = []
         self._last_turn_end = 0.0
-        self._native_tools = render(registry.specs(), "ollama")
+        self._rendered: tuple[tuple[str, ...], list[dict[str, Any]]] | None = None
 
     # -- prompt -----------------------------------------------------------------
+    @property
+    def _native_tools(self) -> list[dict[str, Any]]:
+        """The tools in Ollama's format, rendered again only when the registry changed (eager
+        MCP servers add theirs after start); identical text keeps the server's prompt cache."""
+        names = tuple(self.registry.names())
+        if self._rendered is None or self._rendered[0] != names:
+            self._rendered = (names, render(self.registry.specs(), "ollama"))
+        return self._rendered[1]
+
     def system_message(self) -> dict[str, Any]:
         """The constant system message for the current tool mode."""
         text = self.cfg.system_prompt

@@ -1,9 +1,11 @@
-"""IRIS's native tools, registered exactly as external ones would be."""
+"""IRIS's native tools, registered exactly as external ones would be, and the MCP servers beside them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from iris_voice.config import Config
 from iris_voice.errors import ConfigError
@@ -12,6 +14,9 @@ from iris_voice.tools.calculator import make_calculator_tool
 from iris_voice.tools.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.timers import TimerService, TimerStore, make_timer_tools
+
+if TYPE_CHECKING:
+    from iris_voice.tools.mcp import McpManager
 
 
 def build_registry(
@@ -28,3 +33,36 @@ def build_registry(
         known = ", ".join(everything.names())
         raise ConfigError([f"tools: unknown tool {n!r} (known: {known})" for n in unknown], "tools")
     return everything.filtered(cfg.tools.enabled, cfg.tools.disabled), service
+
+
+@contextlib.asynccontextmanager
+async def open_registry(
+    cfg: Config,
+    publish: Callable[[Event], None] | None = None,
+    *,
+    wait: bool = True,
+    errlog: TextIO | None = None,
+) -> AsyncIterator[tuple[ToolRegistry, TimerService, McpManager | None]]:
+    """``build_registry`` plus the configured MCP servers, stopped again on exit.
+
+    For one-shot commands (``iris ask``, ``iris tools``): with ``wait``, the servers'
+    first start is awaited (up to their ``startup_timeout_s``) so their tools are
+    listed; ``errlog`` receives the stdio servers' stderr (default: IRIS's). The
+    manager is None when no server is configured, and the MCP SDK is then never
+    imported. The daemon owns its manager itself (see ``iris_voice.tools.mcp``).
+    """
+    registry, timers = build_registry(cfg, publish)
+    if not cfg.mcp.active():
+        yield registry, timers, None
+        return
+    from iris_voice.tools.mcp import McpManager
+
+    manager = McpManager(cfg.mcp, errlog=errlog)
+    await manager.start()
+    try:
+        if wait:
+            await manager.wait_settled()
+        manager.register(registry)
+        yield registry, timers, manager
+    finally:
+        await manager.stop()

@@ -1,0 +1,59 @@
+"""MCP server configs for the tests: the real PyPI servers and the misbehaving FastMCP one."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from iris_voice.config import McpServerConfig
+from iris_voice.tools.mcp import EXECUTE_TOOL, McpManager
+from iris_voice.tools.registry import ToolRegistry, ToolResult
+
+FLAKY = str(Path(__file__).parent / "flaky_server.py")
+PY = sys.executable
+
+
+def time_server(mode: str = "lazy", category: str = "time", **extra: object) -> McpServerConfig:
+    """The real mcp-server-time, in UTC."""
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    name = category.replace("/", "-")
+    return McpServerConfig(name=name, category=category, command=PY, args=args, mode=mode, **extra)
+
+
+def calculator(category: str = "utilities/math", mode: str = "lazy", **extra: object) -> McpServerConfig:
+    """The real mcp-server-calculator."""
+    args = ["-m", "mcp_server_calculator"]
+    return McpServerConfig(name="calculator", category=category, command=PY, args=args, mode=mode, **extra)
+
+
+def flaky(
+    mode: str = "lazy", category: str = "test/flaky", name: str = "flaky", **extra: object
+) -> McpServerConfig:
+    """The misbehaving test server of tests/mcp_servers (``args`` extends its command line)."""
+    args = [FLAKY, *extra.pop("args", [])]  # type: ignore[misc]
+    return McpServerConfig(name=name, category=category, command=PY, args=args, mode=mode, **extra)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    *configs: McpServerConfig, ready: bool = True, **opts: float
+) -> AsyncIterator[tuple[McpManager, ToolRegistry]]:
+    """A started manager with its tools in a fresh registry; stopped afterwards."""
+    opts = {"backoff_initial_s": 0.2, "backoff_max_s": 1.0, **opts}
+    manager = McpManager(configs, **opts)
+    registry = ToolRegistry()
+    await manager.start()
+    try:
+        if ready:
+            assert await manager.wait_ready(30), {c.name: c.last_error for c in manager.connections.values()}
+        manager.register(registry)
+        yield manager, registry
+    finally:
+        await manager.stop()
+
+
+async def execute(registry: ToolRegistry, tool_path: str, arguments: object = None) -> ToolResult:
+    """Call the execute_tool meta-tool as the model would."""
+    return await registry.call(EXECUTE_TOOL, {"tool_path": tool_path, "arguments": arguments})
