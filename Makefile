@@ -97,7 +97,8 @@ deb-deps:
 deb: deb-deps
 	$(PYTHON) tools/deb_build.py
 
-test-deb: deb-deps
+# The spoken turn needs the test bed: the GGUF for the test server and the spoken fixture.
+test-deb: deb-deps setup
 	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
 
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).

@@ -1,24 +1,25 @@
 """The Debian packaging's static facts, and the service contract the units rely on.
 
-The install test (``make test-deb``) proves all of this under a booted systemd; these
-checks catch the common slips in seconds: a version bump without a changelog entry, the
+The install test (``make test-deb``) proves all of this under a booted systemd with the
+real daemon; these checks catch the common slips in seconds: a version bump without a changelog entry, the
 two system units' hardening drifting apart, a unit losing Type=notify or the exit codes
 that must not restart, an install list naming a missing file, a model pin without a hash.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from iris_voice.runtime import InstanceLock
 from tools import deb_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,37 +132,67 @@ def test_system_units_exposure_at_most_3(unit, tmp_path):
     assert exposure <= 3.0, out
 
 
-def _recv(sock: socket.socket, timeout: float = 10) -> str:
-    sock.settimeout(timeout)
-    return sock.recv(4096).decode()
-
-
-def test_probe_follows_the_service_contract(tmp_path):
-    """tools/deb_probe.py stands in for `iris run` in the install test: READY, a lock that
-    makes a second instance exit 75, a 0600 control socket, STOPPING and exit 0 on SIGTERM."""
-    notify_path = tmp_path / "notify"
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(str(notify_path))
+@pytest.mark.parametrize("case", ["lock-held", "bad-config"])
+def test_daemon_exits_with_a_status_the_units_do_not_restart(case, tmp_path):
+    """`iris run` when IRIS already runs for the user (the lock is held) or the config is
+    invalid exits with a status the units list in RestartPreventExitStatus, saying why:
+    systemd must not restart it every RestartSec."""
     runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    env = {"XDG_RUNTIME_DIR": str(runtime), "NOTIFY_SOCKET": str(notify_path), "PATH": "/usr/bin:/bin"}
-    env["IRIS_PROBE_NO_MEDIA"] = "1"
-    probe = [sys.executable, str(ROOT / "tools" / "deb_probe.py")]
-    first = subprocess.Popen(probe, env=env, stderr=subprocess.PIPE, text=True)
+    (runtime / "iris").mkdir(parents=True, mode=0o700)
+    config = tmp_path / "config.toml"
+    valid = '[llm]\nhost = "http://127.0.0.1:9"\n'
+    config.write_text(valid if case == "lock-held" else "[llm]\nnum_ctx = -1\n")
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "IRIS_CONFIG": str(config)}
+    lock = InstanceLock(runtime / "iris" / "lock")
+    lock.acquire()
     try:
-        assert "READY=1" in _recv(notify)
-        control = runtime / "iris" / "control.sock"
-        assert control.is_socket() and (control.stat().st_mode & 0o777) == 0o600
-        second = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=30)
-        assert second.returncode == 75, second.stderr
-        assert "already runs" in second.stderr
-        start = time.monotonic()
-        first.send_signal(signal.SIGTERM)
-        assert "STOPPING=1" in _recv(notify)
-        assert first.wait(5) == 0
-        assert time.monotonic() - start < 2
-        assert not control.exists()
+        cmd = [sys.executable, "-m", "iris_voice.cli", "run"]
+        out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     finally:
-        if first.poll() is None:
-            first.kill()
-        notify.close()
+        lock.release()
+    expected, says = (75, "already running for this user") if case == "lock-held" else (78, "llm.num_ctx")
+    assert out.returncode == expected, out.stderr
+    assert says in out.stderr
+    for unit in (SYSTEM_UNIT, TEMPLATE_UNIT, USER_UNIT):
+        assert str(expected) in parse_unit(unit)["Service"]["RestartPreventExitStatus"][0].split()
+
+
+def _container_module(name: str):
+    """A module of the install test's container side (they import each other by name)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+
+def test_container_checks_need_only_the_standard_library():
+    # They run with the container's /usr/bin/python3.11, before and after IRIS is installed.
+    for path in sorted((ROOT / "tools").glob("deb_checks*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top.startswith("deb_checks"), f"{path.name}: {name}"
+
+
+@pytest.mark.parametrize(
+    ("said", "heard", "share"),
+    [
+        ("The answer is 1,081.", "The answer is 1081.", 1.0),
+        ("The answer is 1,081.", "the answer is one thousand eighty-one", 1.0),
+        ("23 times 47 is 1081.", "twenty three times forty seven is 1081", 1.0),
+        ("The answer is 1,081.", "the answer is 1018", 0.75),
+        ("The answer is 1081.", "The answers 1,081.", 0.75),
+        ("The answer is 1081.", "Your pasta timer is done.", 0.25),
+        ("The answer is 1,081.", "", 0.0),
+    ],
+)
+def test_spoken_answer_judge_counts_numbers_in_digits_or_words(said, heard, share):
+    voice = _container_module("deb_checks_voice")
+    assert voice.share_heard(said, heard) == share
+    assert voice.spell(1081) == "one thousand eighty one" and voice.spell(700) == "seven hundred"

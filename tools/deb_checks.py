@@ -8,10 +8,8 @@ powers off. Each step prints ``PASS``/``FAIL``/``SKIP`` with its time and what i
 library only: it runs with the system's /usr/bin/python3.11.
 
 The steps follow a new user: install with ``sudo apt install ./…deb``, check the command,
-the units and their hardening, start the three kinds of service, stop them, upgrade,
-purge. Steps that need the voice daemon run against it when the build has ``iris run``;
-otherwise the service steps run the units with ``deb_probe.py`` as ExecStart and the
-daemon-only steps print ``SKIP: daemon not in this build``.
+the units and their hardening, start the three kinds of service with the real daemon
+(``iris run``), ask it a spoken question, stop them, upgrade, purge.
 """
 
 from __future__ import annotations
@@ -45,10 +43,6 @@ VOLATILE = (
 
 class Fail(Exception):
     """The step found something wrong; the message says what."""
-
-
-class Skip(Exception):
-    """The step cannot run in this build; the message says why."""
 
 
 def log(line: str) -> None:
@@ -133,8 +127,6 @@ class Runner:
         try:
             detail = fn() or ""
             status = "PASS"
-        except Skip as exc:
-            status, detail = "SKIP", str(exc)
         except Fail as exc:
             status, detail = "FAIL", str(exc)
         except Exception:  # a bug in the check itself still fails loudly, with its traceback
@@ -176,6 +168,6 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
-    import deb_checks  # the step modules import it by name: one copy of Fail, Skip, sh
+    import deb_checks  # the step modules import it by name: one copy of Fail, sh
 
     sys.exit(deb_checks.main())
