@@ -116,6 +116,7 @@ def cmd_devices(args: argparse.Namespace, cfg: Config) -> int:
 
 def ask_wav(cfg: Config, args: argparse.Namespace) -> int:
     """``iris ask --wav IN [--out OUT] [--json]``."""
+    from iris_voice.cli import EXIT_TOOL, EXIT_UNAVAILABLE
     from iris_voice.filemode import FileTurns
 
     wav_in = Path(args.wav)
@@ -131,4 +132,9 @@ def ask_wav(cfg: Config, args: argparse.Namespace) -> int:
     if not turns:
         print("iris ask: no speech found in the file", file=sys.stderr)
         return 1
-    return 0
+    failed = [t["error"] for t in turns if t.get("error")]
+    for error in failed:
+        print(f"iris: {error.get('message', '')} [{error.get('code', '')}]", file=sys.stderr)
+    if any(str(e.get("code", "")).startswith("llm") for e in failed):
+        return EXIT_UNAVAILABLE
+    return EXIT_TOOL if failed else 0

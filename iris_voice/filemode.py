@@ -20,7 +20,7 @@ from iris_voice.config import Config
 from iris_voice.engines import Engines, build_engines, warm_up
 from iris_voice.events import EventBus
 from iris_voice.listener import Listener
-from iris_voice.llm.client import ChatBackend
+from iris_voice.llm.client import ChatBackend, LlmError
 from iris_voice.llm.loop import ChatLoop
 from iris_voice.llm.responder import Responder, build_responder
 from iris_voice.pipeline import VoicePipeline
@@ -78,7 +78,11 @@ class FileTurns:
         if not self._warm:
             took = await warm_up(self.engines)
             if self.cfg.llm.warmup:
-                await self.chat.warmup()
+                try:
+                    await self.chat.warmup()
+                except LlmError as exc:
+                    # Questions the fast path answers need no model; the others say why they fail.
+                    log.warning("language model not warmed up: %s [%s]", exc.message, exc.code)
             self._warm = True
         return took
 

@@ -52,20 +52,16 @@ async def test_a_file_without_speech_has_no_turns(tmp_path):
     assert await FileTurns(cfg, engines, ScriptedBackend()).run(wav) == []
 
 
-@pytest.mark.model
-@pytest.mark.speech
-@pytest.mark.timeout(600)
-def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_path):
+def run_file_turn(tmp_path: Path, host: str, intents: bool) -> dict:
+    """``iris ask --wav`` on the spoken multiplication in a fresh process; its JSON trace."""
     from tools.fixtures import fixture
     from tools.voicebed import write_config
 
-    config = write_config(tmp_path / "c.toml", {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}})
-    env = dict(
-        os.environ, OLLAMA_HOST=ollama_server.url, XDG_STATE_HOME=str(tmp_path), IRIS_CONFIG=str(config)
-    )
-    out = tmp_path / "answer.wav"
+    sections = {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}, "intents": {"enabled": intents}}
+    config = write_config(tmp_path / "c.toml", sections)
+    env = dict(os.environ, OLLAMA_HOST=host, XDG_STATE_HOME=str(tmp_path), IRIS_CONFIG=str(config))
     cmd = [sys.executable, "-m", "iris_voice.cli", "ask", "--wav", str(fixture("jarvis_multiply")),
-           "--out", str(out), "--json"]  # fmt: skip
+           "--out", str(tmp_path / "answer.wav"), "--json"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=500)
     assert proc.returncode == 0, proc.stderr[-2000:]
     trace = json.loads(proc.stdout)
@@ -74,11 +70,12 @@ def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_p
         or "23" in trace["transcript"]
     )
     assert "1081" in trace["reply"].replace(",", "")
-    t = trace["timings_ms"]
-    for key in ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio", "total"):
-        assert isinstance(t[key], int | float) and t[key] > 0, key
-    assert trace["first_audio_ms"] >= t["vad_hangover"] + t["stt"]
-    with wave.open(str(out)) as w:
+    return trace
+
+
+def assert_answer_heard(judge, trace: dict, wav: Path) -> None:
+    """The reply WAV says the reply (judged by Whisper)."""
+    with wave.open(str(wav)) as w:
         samples = np.frombuffer(w.readframes(w.getnframes()), np.int16)
         rate = w.getframerate()
     import soxr
@@ -86,3 +83,53 @@ def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_p
     audio16k = soxr.resample(samples, rate, 16000).astype(np.int16)
     said = heard(judge, audio16k)
     assert share_heard(trace["reply"], said) >= 0.6, (trace["reply"], said)
+
+
+@pytest.mark.model
+@pytest.mark.speech
+@pytest.mark.timeout(600)
+def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_path):
+    # the intent fast path is off: this turn goes through the model, every stage timed
+    trace = run_file_turn(tmp_path, ollama_server.url, intents=False)
+    assert trace["execution_path"] != "fast"
+    t = trace["timings_ms"]
+    for key in ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio", "total"):
+        assert isinstance(t[key], int | float) and t[key] > 0, key
+    assert trace["first_audio_ms"] >= t["vad_hangover"] + t["stt"]
+    assert_answer_heard(judge, trace, tmp_path / "answer.wav")
+
+
+@pytest.mark.speech
+@pytest.mark.timeout(300)
+def test_cli_fast_path_file_turn_needs_no_model_server(speech_manifest, judge, tmp_path):
+    from tools.testbed import free_port
+
+    # nothing listens on this port: the sum is answered from the intent templates alone
+    trace = run_file_turn(tmp_path, f"http://127.0.0.1:{free_port()}", intents=True)
+    assert trace["execution_path"] == "fast"
+    t = trace["timings_ms"]
+    assert t["llm_first_token"] is None  # no model was asked
+    for key in ("vad_hangover", "stt", "first_sentence", "tts_first_audio", "total"):
+        assert isinstance(t[key], int | float) and t[key] > 0, key
+    assert trace["first_audio_ms"] >= t["vad_hangover"] + t["stt"] + t["tts_first_audio"]
+    assert_answer_heard(judge, trace, tmp_path / "answer.wav")
+
+
+@pytest.mark.speech
+@pytest.mark.timeout(300)
+def test_cli_file_turn_for_the_model_without_a_server_exits_unavailable(speech_manifest, judge, tmp_path):
+    from tools.fixtures import fixture
+    from tools.testbed import free_port
+
+    env = dict(os.environ, OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", XDG_STATE_HOME=str(tmp_path))
+    env.pop("IRIS_CONFIG", None)
+    out = tmp_path / "answer.wav"
+    cmd = [sys.executable, "-m", "iris_voice.cli", "ask", "--wav", str(fixture("jarvis_story")),
+           "--out", str(out), "--json"]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=250)
+    assert proc.returncode == 69, proc.stderr[-2000:]
+    assert "[llm-unreachable]" in proc.stderr
+    trace = json.loads(proc.stdout)  # the turn is still reported, with what went wrong
+    assert trace["error"]["code"] == "llm-unreachable"
+    # and the answer file holds the one spoken sentence about it
+    assert_answer_heard(judge, {"reply": "Sorry, I can't reach my language model right now."}, out)

@@ -192,3 +192,12 @@ async def test_repeated_call_after_an_answer_ends_the_turn_without_saying_it_twi
 async def test_a_sentence_repeated_verbatim_is_spoken_once():
     loop, _, _ = make("It is 1081. It is 1081. Anything else?")
     assert (await loop.ask("23 times 47")).reply == "It is 1081. Anything else?"
+
+
+async def test_a_copied_call_lead_in_is_not_spoken():
+    from iris_voice.tools.registry import CALL_LEAD_IN
+
+    # a small model wrote the browse listing's lead-in in front of its answer
+    loop, _, _ = make(f"{CALL_LEAD_IN} The time in Paris is 5 PM.")
+    got = [s async for s in loop.sentences("what time is it in Paris?")]
+    assert got == ["The time in Paris is 5 PM."]

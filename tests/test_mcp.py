@@ -275,3 +275,16 @@ def test_cli_lists_and_calls_mcp_tools(tmp_path, capsys, monkeypatch):
     assert main(["--config", eager, "tools", "list", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["time/get_current_time"]["mode"] == "eager" and BROWSE_TOOL not in rows
+
+
+async def test_meta_tools_come_before_the_native_tools():
+    from iris_voice.tools.registry import ToolRegistry, tool_from_function
+
+    def calculator(expression: str) -> str:
+        """Evaluate arithmetic."""
+        return expression
+
+    async with running(time_server(description="current time in any time zone")) as (manager, _):
+        native = ToolRegistry([tool_from_function(calculator)])
+        manager.register(native)
+        assert native.names() == [EXECUTE_TOOL, BROWSE_TOOL, "calculator"]

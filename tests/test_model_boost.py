@@ -102,7 +102,11 @@ async def test_openai_planner_on_llama_cpp_server_guides_a_tool_call(ollama_serv
 
 def test_cli_ask_uses_boost_when_enabled(ollama_server, tmp_path):
     conf = tmp_path / "config.toml"
-    conf.write_text(f'[llm]\nhost = "{ollama_server.url}"\ntemperature = 0.0\n[boost]\nenabled = true\n')
+    # the intent fast path is off: it would answer this sum before boost is asked
+    conf.write_text(
+        f'[llm]\nhost = "{ollama_server.url}"\ntemperature = 0.0\n[boost]\nenabled = true\n'
+        "[intents]\nenabled = false\n"
+    )
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
     env.pop("OLLAMA_HOST", None)
     proc = subprocess.run(

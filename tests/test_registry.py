@@ -146,3 +146,24 @@ def test_compact_schema_keeps_a_parameter_named_title():
     schema = tool_from_function(note).spec.parameters
     assert schema["properties"]["title"] == {"type": "string"}
     assert schema["required"] == ["title"]
+
+
+def test_a_tool_registered_first_comes_before_the_others():
+    def one() -> str:
+        """One."""
+        return "1"
+
+    def two() -> str:
+        """Two."""
+        return "2"
+
+    def three() -> str:
+        """Three."""
+        return "3"
+
+    r = ToolRegistry()
+    r.add_function(one)
+    r.add_function(two)
+    r.register(tool_from_function(three), first=True)
+    assert r.names() == ["three", "one", "two"]
+    assert [s.name for s in r.specs()] == ["three", "one", "two"]

@@ -15,8 +15,9 @@ def heard(judge, samples: np.ndarray) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-case words and numbers ("1,081" → "1081")."""
-    return re.findall(r"[a-z0-9']+", text.lower().replace(",", ""))
+    """Lower-case words and numbers ("1,081" → "1081"; Whisper's "23x47" → "23 times 47")."""
+    text = re.sub(r"(\d)\s*[x×*]\s*(\d)", r"\1 times \2", text.lower().replace(",", ""))
+    return re.findall(r"[a-z0-9']+", text)
 
 
 def share_heard(reply: str, said: str) -> float:

@@ -27,7 +27,7 @@ from iris_voice.llm.render import manifest, render
 from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, extract_calls, strip_markup
 from iris_voice.llm.trace import TurnTrace
-from iris_voice.tools.registry import ToolRegistry, ToolResult, spoken
+from iris_voice.tools.registry import CALL_LEAD_IN, ToolRegistry, ToolResult, spoken
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,12 @@ around it (boost mode). It may append to the turn's messages, which become its h
 
 
 def speakable(sentence: str) -> str:
-    """Drop markdown emphasis and inline-code marks that a speech engine would read out."""
-    return " ".join(sentence.replace("`", "").replace("**", "").split())
+    """Drop markdown emphasis and inline-code marks that a speech engine would read out,
+    and a tool result's call lead-in copied in front of the answer."""
+    text = " ".join(sentence.replace("`", "").replace("**", "").split())
+    if text.startswith(CALL_LEAD_IN):
+        text = text[len(CALL_LEAD_IN) :].lstrip()
+    return text
 
 
 class ChatLoop:

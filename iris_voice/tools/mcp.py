@@ -153,8 +153,11 @@ class McpManager:
             if conn.config.mode == "eager":
                 self._sync_into(registry, conn)
         if self.lazy:
-            for tool in meta_tools(self.lazy, self._categories()):
-                registry.register(tool)
+            # First in the prompt, execute before browse: the order in which
+            # Qwen2.5-Coder-1.5B browsed and then executed (at the end it wrote an empty
+            # <tools></tools> for a question only an MCP tool answers).
+            for tool in reversed(meta_tools(self.lazy, self._categories())):
+                registry.register(tool, first=True)
 
     def _categories(self) -> list[tuple[str, str]]:
         """``(category, description)`` per lazy server, from the config alone (a stable prompt).

@@ -25,7 +25,7 @@ from iris_voice.errors import ToolError
 from iris_voice.llm.render import SYSTEM_TOOL_INSTRUCTIONS, render
 from iris_voice.tools.mcp_client import McpServerConnection
 from iris_voice.tools.mcp_schema import check_arguments, compact_input_schema
-from iris_voice.tools.registry import Tool, ToolSpec
+from iris_voice.tools.registry import CALL_LEAD_IN, Tool, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class LazyTools:
                     lines.append(_concise(specs))
         if specs:
             # A small model copies this line; the copied call is recognized even as text.
-            lines.append(f"To run a tool, call: {example_call(specs[0])}")
+            lines.append(f"{CALL_LEAD_IN} {example_call(specs[0])}")
         else:
             lines.append(f"Next: call {BROWSE_TOOL} with one of these paths.")
         return "\n".join(lines)

@@ -61,6 +61,11 @@ Handler = Callable[..., Any]
 _NOTE = re.compile(r"\s*\([^()]*\)")
 
 
+CALL_LEAD_IN = "To run a tool, call:"
+"""How a tool result that teaches a call introduces it. A small model may copy the words
+in front of its answer after the call; the chat loop drops them from what is spoken."""
+
+
 def spoken(result: str) -> str:
     """What to say of a direct-return result: the text without its notes in parentheses.
 
@@ -192,11 +197,15 @@ class ToolRegistry:
         for t in tools:
             self.register(t)
 
-    def register(self, tool: Tool) -> Tool:
-        """Add a tool; a second tool with the same name is a programming error."""
+    def register(self, tool: Tool, *, first: bool = False) -> Tool:
+        """Add a tool (at the end, or ``first``: the order the model sees them in);
+        a second tool with the same name is a programming error."""
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
-        self._tools[tool.name] = tool
+        if first:
+            self._tools = {tool.name: tool, **self._tools}
+        else:
+            self._tools[tool.name] = tool
         return tool
 
     def add_function(self, func: Callable[..., Any], **kwargs: Any) -> Tool:
