@@ -130,7 +130,7 @@ class SttConfig(_Section):
     beam_size: Annotated[int, Field(ge=1, le=10)] = 1
     incremental: bool = False
     """Decode while the user speaks, committing at pauses; only the tail is left at the end."""
-    incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 1.0
+    incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
     """Audio needed since the last commit before a pause is a commit point."""
     incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
     """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""

@@ -82,7 +82,7 @@ class DecodeSession:
     starts a decode task; ``finish`` returns the transcript; ``cancel`` discards all.
     """
 
-    def __init__(self, decode: Decode, min_chunk_s: float = 1.0, pause_s: float = 0.15) -> None:
+    def __init__(self, decode: Decode, min_chunk_s: float = 2.0, pause_s: float = 0.15) -> None:
         self._decode = decode
         self._min_chunk = round(min_chunk_s * SAMPLE_RATE)
         self._pause = round(pause_s * SAMPLE_RATE)
@@ -212,7 +212,7 @@ class StreamingTranscriber:
     a fresh session; ``transcribe`` is still there for a whole utterance in one pass.
     """
 
-    def __init__(self, inner: PromptedTranscriber, min_chunk_s: float = 1.0, pause_s: float = 0.15) -> None:
+    def __init__(self, inner: PromptedTranscriber, min_chunk_s: float = 2.0, pause_s: float = 0.15) -> None:
         self.inner = inner
         self.name = inner.name
         self.min_chunk_s = min_chunk_s
