@@ -47,7 +47,8 @@ class FasterWhisperTranscriber:
     The model is found by ``iris_voice.models.whisper_model_dir(cfg.model)`` and loaded
     on ``warmup`` or the first utterance. IRIS has already endpointed the audio, so
     Whisper's own VAD is off; each utterance is decoded on its own
-    (``condition_on_previous_text=False``) without timestamps.
+    (``condition_on_previous_text=False``) without timestamps. For pieces of one
+    utterance (``stt_stream``) the text before a piece is passed as ``prompt``.
     """
 
     def __init__(self, cfg: SttConfig) -> None:
