@@ -269,7 +269,8 @@ class Listener:
         if self.sessions is None:
             return
         self._session = self.sessions()
-        flags = [False] * (len(frames) - len(flags)) + flags  # unjudged pre-roll counts as silence
+        # the last len(frames) verdicts; unjudged pre-roll counts as silence
+        flags = ([False] * len(frames) + flags)[len(flags) :]
         for frame, speech in zip(frames, flags, strict=True):
             self._session.feed(frame, speech)
 
