@@ -132,25 +132,32 @@ async def run_one(
     if incremental:
         listener.sessions = stt.open_session
     queue: asyncio.Queue[Utterance] = asyncio.Queue(4)
-    result: dict = {}
+    result: dict = {"stt_partials": 0}
+    texts: list[str] = []
 
     async def consume() -> None:
-        utt = await queue.get()
-        if utt.session is not None:
-            text = await utt.session.finish(utt.audio)
-            result.update(utt.session.timings())
-        else:
-            text = await stt.transcribe(utt.audio)
-        now = time.monotonic()
-        result["e2t_ms"] = (now - utt.decided_at) * 1000
-        result["wall_ms"] = (now - source.started - speech_end / SAMPLE_RATE) * 1000
-        result["text"] = text
+        # The endpointer may cut a long pause ("Hey Jarvis, … what is"): every utterance
+        # is decoded and joined, the latency is the last one's.
+        while True:
+            utt = await queue.get()
+            if utt.session is not None:
+                texts.append(await utt.session.finish(utt.audio))
+                result["stt_partials"] += utt.session.partials
+            else:
+                texts.append(await stt.transcribe(utt.audio))
+            now = time.monotonic()
+            result["e2t_ms"] = (now - utt.decided_at) * 1000
+            result["wall_ms"] = (now - source.started - speech_end / SAMPLE_RATE) * 1000
+            result["utterances"] = len(texts)
+            queue.task_done()
 
     source = PacedSource(audio)
     cpu = time.process_time()
     consumer = asyncio.create_task(consume())
     await listener.run(source, queue, lambda how: None)
-    await asyncio.wait_for(consumer, 30)
+    await asyncio.wait_for(queue.join(), 30)
+    consumer.cancel()
+    result["text"] = " ".join(texts)
     result["cpu_s"] = time.process_time() - cpu
     return result
 
