@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb bench-mcp
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures
 
@@ -67,6 +67,10 @@ bench: setup
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline.
 bench-voice: setup audio-deps
 	$(BIN)/python tools/bench_voice.py
+
+# Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
+bench-stt: setup
+	$(BIN)/python -m tools.bench_stt --reps 2
 
 bench-speech: setup
 	$(BIN)/python tools/bench_speech.py

@@ -372,6 +372,10 @@ def parse(data: dict[str, Any], source: str = "") -> Config:
         raise ConfigError(format_errors(exc), source) from None
     if cfg.boost.problems():
         raise ConfigError(cfg.boost.problems(), source)
+    if cfg.stt.incremental and cfg.stt.incremental_pause_ms >= cfg.audio.vad_hangover_ms:
+        # a pause that long already ends the question: nothing would be decoded early
+        bad = f"must be below audio.vad_hangover_ms ({cfg.audio.vad_hangover_ms})"
+        raise ConfigError([f"stt.incremental_pause_ms: {bad}"], source)
     host = os.environ.get("OLLAMA_HOST")
     if host:
         try:

@@ -37,6 +37,16 @@ def test_errors_name_the_key():
     assert "extra: unknown key" in problems
 
 
+def test_an_early_decode_pause_as_long_as_the_hangover_is_refused():
+    with pytest.raises(ConfigError) as err:
+        config.parse({"audio": {"vad_hangover_ms": 200}, "stt": {"incremental_pause_ms": 200}})
+    assert err.value.problems == ["stt.incremental_pause_ms: must be below audio.vad_hangover_ms (200)"]
+    off = config.parse(
+        {"audio": {"vad_hangover_ms": 200}, "stt": {"incremental": False, "incremental_pause_ms": 200}}
+    )
+    assert not off.stt.incremental
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
