@@ -122,8 +122,11 @@ _EDGE_LEVEL = 0.003
 
 
 def fixtures_dir() -> Path:
-    """Where the fixtures live: ``$IRIS_CACHE/fixtures``."""
-    return cache_dir() / "fixtures"
+    """Where this recipe's fixtures live: ``$IRIS_CACHE/fixtures/<recipe hash>``.
+
+    One directory per recipe, so checkouts with different question lists (branches,
+    worktrees sharing one cache) never overwrite each other's WAVs mid-run."""
+    return cache_dir() / "fixtures" / _spec_hash(shutil.which("espeak-ng") is not None)
 
 
 def _with_wake(text: str) -> str:
@@ -269,19 +272,18 @@ def _generate(target: Path, espeak: bool) -> dict[str, Any]:
 
 def ensure_fixtures(force: bool = False) -> Path:
     """Make the fixtures unless the cached ones match the current recipe; their directory."""
-    target = fixtures_dir()
-    target.mkdir(parents=True, exist_ok=True)
     espeak = shutil.which("espeak-ng") is not None
     want = _spec_hash(espeak)
+    target = fixtures_dir()
+    target.mkdir(parents=True, exist_ok=True)
     stamp = target / ".stamp"
     with (target / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a make target and a test session may race
-        if not force and stamp.is_file() and stamp.read_text().strip() == want:
-            stamp.touch()  # up to date: tell make so, too
-            return target
-        manifest = _generate(target, espeak)
-        (target / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        stamp.write_text(want + "\n")
+        if force or not stamp.is_file() or stamp.read_text().strip() != want:
+            manifest = _generate(target, espeak)
+            (target / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+            stamp.write_text(want + "\n")
+    (target.parent / ".stamp").write_text(want + "\n")  # up to date: tell make so (Makefile)
     return target
 
 
