@@ -78,7 +78,10 @@ def questions(iris: list[dict], naive: list[dict], live: list[dict]) -> None:
         if verdict == "WRONG" and path_of(row) == "fast":
             verdict = "WRONG FAST ANSWER"
         naive_ok = "" if not n else f" | naive {'right' if right(n) else 'wrong'}"
-        print(f"  {name:17} {group_of(name):8} {path_of(row):6} {row.get('first_audio_ms')!s:>7} "
+        if d and iris:  # the daemon's own verdict and path, beside file mode's
+            naive_ok += f" | daemon {'right' if right(d) else 'WRONG'} ({path_of(d)})"
+        mine = row.get("first_audio_ms") if iris else None
+        print(f"  {name:17} {group_of(name):8} {path_of(row):6} {mine!s:>7} "
               f"{n.get('first_audio_ms')!s:>7} {d.get('first_audio_ms')!s:>7}  {verdict}{naive_ok}: "
               f"{row['reply'][:70]!r}")  # fmt: skip
         if n and right(n) != right(row):
