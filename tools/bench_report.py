@@ -57,7 +57,10 @@ def _pick(rows: list[dict], group: str, key: str = "first_audio_ms") -> list[flo
 
 
 def right(row: dict[str, Any]) -> bool:
-    """``bench_checks.correct`` on a row."""
+    """``bench_checks.correct`` on a row: the verdict taken when it was answered (a clock
+    time or "in ten minutes" is judged against that moment), else judged now."""
+    if "correct" in row:
+        return bool(row["correct"])
     return correct(row["name"], row["reply"], row.get("pasta_left_s"))
 
 

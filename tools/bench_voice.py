@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig  # noqa: E402
-from tools.bench_report import path_of, report  # noqa: E402
+from tools.bench_report import path_of, report, right  # noqa: E402
 from tools.bench_setup import pasta_left, prepare  # noqa: E402
 from tools.fixtures import BENCH, ensure_fixtures, fixture, load_manifest  # noqa: E402
 
@@ -82,6 +82,7 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
             left = await pasta_left(turns.timers)
             (row,) = await turns.run(fixture(f"bench_{name}"))
             row.update(name=name, pasta_left_s=left)
+            row["correct"] = right(row)  # now: "in ten minutes" means ten minutes from the answer
             iris_rows.append(row)
             line += f" {path_of(row):6} iris {row['first_audio_ms']!s:>7} ms"
         if "naive" in modes:
@@ -91,6 +92,7 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
             left = await pasta_left(naive_timers)
             nrow = await naive.turn(utt.audio, round(utt.hangover_s * 1000, 1))
             nrow.update(name=name, pasta_left_s=left)
+            nrow["correct"] = right(nrow)
             naive_rows.append(nrow)
             line += f"   naive {nrow['first_audio_ms']:7.0f} ms"
         reply = (iris_rows or naive_rows)[-1]["reply"]
@@ -135,6 +137,7 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
                         if np.sqrt(np.mean(samples[i:i + block].astype(np.float32) ** 2)) > 300]  # fmt: skip
                 heard_ms = round((rec.wall_time(loud[0]) - speech_end) * 1000, 1) if loud else None
                 turn.update(name=name, speaker_first_audio_ms=heard_ms, pasta_left_s=left)
+                turn["correct"] = right(turn)
                 rows.append(turn)
                 print(f"  {name:17} {path_of(turn):6} daemon {turn['first_audio_ms']!s:>7} ms   "
                       f"speaker {heard_ms!s:>7} ms   {turn['reply'][:50]!r}", flush=True)  # fmt: skip
