@@ -128,6 +128,12 @@ class SttConfig(_Section):
     compute_type: Literal["int8", "int8_float32", "float32"] = "int8"
     threads: Annotated[int, Field(ge=1, le=64)] = 2
     beam_size: Annotated[int, Field(ge=1, le=10)] = 1
+    incremental: bool = True
+    """Decode while the user speaks, committing at pauses; only the tail is left at the end."""
+    incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
+    """Audio needed since the last commit before a pause is a commit point."""
+    incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
+    """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""
 
 
 class TtsConfig(_Section):

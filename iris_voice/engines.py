@@ -48,7 +48,12 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
         from iris_voice.audio.wake import OpenWakeWordDetector
 
         detector = OpenWakeWordDetector(cfg.wake)
-    return Engines(FasterWhisperTranscriber(cfg.stt), PiperSynthesizer(cfg.tts), SileroDetector(), detector)
+    stt: Transcriber = FasterWhisperTranscriber(cfg.stt)
+    if cfg.stt.incremental:
+        from iris_voice.stt_stream import StreamingTranscriber
+
+        stt = StreamingTranscriber(stt, cfg.stt.incremental_min_s, cfg.stt.incremental_pause_ms / 1000)
+    return Engines(stt, PiperSynthesizer(cfg.tts), SileroDetector(), detector)
 
 
 async def warm_up(engines: Engines, publish: Callable[[Event], None] | None = None) -> dict[str, float]:

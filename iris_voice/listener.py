@@ -24,6 +24,7 @@ from iris_voice.audio.protocols import AudioSource, SpeechDetector, WakeDetector
 from iris_voice.audio.vad import NoSpeech, Segmenter, UtteranceEnded, UtteranceStarted
 from iris_voice.config import AudioConfig
 from iris_voice.events import Event, SpeechEnded, SpeechStarted, WakeWordDetected
+from iris_voice.stt_stream import DecodeSession
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class Utterance:
     """Silence heard after the last speech before deciding: the VAD hangover's share of latency."""
     speech_end_s: float
     """Where speech ended, in seconds of the audio stream since the listener started."""
+    session: DecodeSession | None = None
+    """The incremental decode of this utterance, fed while it was spoken (``stt.incremental``)."""
 
 
 class Listener:
@@ -99,6 +102,9 @@ class Listener:
         self._speech_run = 0
         self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
         self._gate_until = -1.0
+        self.sessions: Callable[[], DecodeSession] | None = None
+        """Opens an incremental decode for each capture (set by the pipeline), or None."""
+        self._session: DecodeSession | None = None
 
     # -- commands -----------------------------------------------------------------
     def arm(self, trigger: str = "push_to_talk") -> None:
@@ -131,6 +137,7 @@ class Listener:
             if self.muted:
                 self._pre.clear()
                 self._capture = None
+                self._drop_session()
                 continue
             if self._capture is not None and self._seg is not None:
                 await self._capturing(frame, self._capture, self._seg, utterances)
@@ -204,7 +211,10 @@ class Listener:
         # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
         # (probability a little under the threshold) still counts as speech.
         threshold = self.cfg.vad_threshold - (SPEECH_HYSTERESIS if seg.in_utterance else 0.0)
-        event = seg.process(FRAME_S, await self.vad.probability(frame) >= threshold)
+        speech = await self.vad.probability(frame) >= threshold
+        if self._session is not None:
+            self._session.feed(frame, speech)  # cheap: at most starts a decode task
+        event = seg.process(FRAME_S, speech)
         if isinstance(event, UtteranceStarted):
             self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         elif isinstance(event, UtteranceEnded):
@@ -215,11 +225,15 @@ class Listener:
                 decided_at=self._clock(),
                 hangover_s=event.silence_s,
                 speech_end_s=self.position_s - event.silence_s,
+                session=self._session,
             )
+            self._session = None  # handed over with the utterance: the turn finishes it
             self._finish()
             self._publish(SpeechEnded(len(audio) / SAMPLE_RATE, timed_out=False))
             if utterances.full():  # a newer question wins over one nobody picked up
-                utterances.get_nowait()
+                dropped = utterances.get_nowait()
+                if dropped.session is not None:
+                    dropped.session.cancel()
             utterances.put_nowait(utt)
         elif isinstance(event, NoSpeech):
             log.info("no speech within %.1f s after %s", self.cfg.no_speech_timeout_s, self._trigger)
@@ -237,8 +251,9 @@ class Listener:
         )
         self._capture = list(frames)
         self._capture_start_s = self.position_s - len(frames) * FRAME_S
+        flags = [s for _, s in self._pre][-len(frames) :] if replay else []
+        self._open_session(frames, flags)
         if replay:  # the VAD already judged these frames: let the segmenter see them too
-            flags = [s for _, s in self._pre][-len(frames) :]
             for speech in flags:
                 event = self._seg.process(FRAME_S, speech)
                 if isinstance(event, UtteranceStarted):
@@ -248,7 +263,25 @@ class Listener:
         self.cancel_follow_up()
         log.debug("capturing (%s) with %d pre-roll frames", trigger, len(frames))
 
+    def _open_session(self, frames: list[np.ndarray], flags: list[bool]) -> None:
+        """Start the incremental decode of a new capture with its pre-roll."""
+        self._drop_session()
+        if self.sessions is None:
+            return
+        self._session = self.sessions()
+        # the last len(frames) verdicts; unjudged pre-roll counts as silence
+        flags = ([False] * len(frames) + flags)[len(flags) :]
+        for frame, speech in zip(frames, flags, strict=True):
+            self._session.feed(frame, speech)
+
+    def _drop_session(self) -> None:
+        """Discard the incremental decode of a capture that produced no utterance."""
+        if self._session is not None:
+            self._session.cancel()
+            self._session = None
+
     def _finish(self) -> None:
+        self._drop_session()
         self._capture = None
         self._seg = None
         self.vad.reset()

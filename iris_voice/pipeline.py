@@ -102,6 +102,11 @@ class VoicePipeline:
         """Held while anything plays: a reply, an announcement, ``iris say``."""
         self._turn: asyncio.Task[None] | None = None
         self._reply: SpokenReply | None = None
+        # A transcriber that decodes while the user speaks (stt_stream.StreamingTranscriber)
+        # gets each capture from the listener as it happens.
+        open_session = getattr(stt, "open_session", None)
+        if open_session is not None:
+            listener.sessions = open_session
         bus.subscribe(self._follow_listener)
 
     def _follow_listener(self, event: Event) -> None:
@@ -214,10 +219,15 @@ class VoicePipeline:
     # -- one voice turn ---------------------------------------------------------------
     async def _voice_turn(self, utt: Utterance) -> None:
         timings: dict[str, Any] = {"vad_hangover": round(utt.hangover_s * 1000, 1)}
+        session = utt.session
         try:
             self._set("transcribing")
             started = self._clock()
-            text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+            if session is not None:  # most of it was decoded while the user spoke: the tail is left
+                text = await session.finish(utt.audio)
+                timings.update(session.timings())
+            else:
+                text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
             timings["stt"] = round((self._clock() - started) * 1000, 1)
             text = self._wake_re.sub("", text.strip()).strip()
             self.bus.publish(Transcript(text, timings["stt"]))
@@ -233,6 +243,8 @@ class VoicePipeline:
         except Exception:  # STT/TTS failures are logged; the daemon keeps listening
             log.exception("voice turn failed")
         finally:
+            if session is not None:
+                session.cancel()  # a barge-in or stop mid-decode: drop what is still running
             self.listener.busy = False
             self._set("listening" if self.listener.capturing else "idle")
 

@@ -47,7 +47,8 @@ class FasterWhisperTranscriber:
     The model is found by ``iris_voice.models.whisper_model_dir(cfg.model)`` and loaded
     on ``warmup`` or the first utterance. IRIS has already endpointed the audio, so
     Whisper's own VAD is off; each utterance is decoded on its own
-    (``condition_on_previous_text=False``) without timestamps.
+    (``condition_on_previous_text=False``) without timestamps. For pieces of one
+    utterance (``stt_stream``) the text before a piece is passed as ``prompt``.
     """
 
     def __init__(self, cfg: SttConfig) -> None:
@@ -84,7 +85,7 @@ class FasterWhisperTranscriber:
             )
         return self._model
 
-    def _decode(self, audio: np.ndarray) -> str:
+    def _decode(self, audio: np.ndarray, prompt: str = "") -> str:
         with self._lock:
             model = self._load()
             try:
@@ -95,6 +96,9 @@ class FasterWhisperTranscriber:
                     vad_filter=False,
                     condition_on_previous_text=False,
                     without_timestamps=True,
+                    # The text said just before this audio, when it is the rest of an
+                    # utterance decoded in pieces (stt_stream): Whisper continues it.
+                    initial_prompt=prompt or None,
                 )
                 # The segments are a lazy generator: the decoding happens here, in this thread.
                 text = "".join(segment.text for segment in segments)
@@ -102,13 +106,16 @@ class FasterWhisperTranscriber:
                 raise SpeechError("stt-failed", f"speech recognition failed: {exc}") from exc
         return " ".join(text.split())
 
-    async def transcribe(self, audio: np.ndarray) -> str:
-        """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is converted); "" for nothing."""
+    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
+        """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is converted); "" for nothing.
+
+        ``prompt`` is the text spoken just before ``audio`` (Whisper's ``initial_prompt``).
+        """
         samples = as_float32(audio)
         if samples.size == 0:
             return ""
         start = time.perf_counter()
-        text = await asyncio.to_thread(self._decode, samples)
+        text = await asyncio.to_thread(self._decode, samples, prompt)
         log.debug(
             "transcribed %.2f s in %.3f s: %r", samples.size / SAMPLE_RATE, time.perf_counter() - start, text
         )

@@ -201,3 +201,41 @@ async def test_a_copied_call_lead_in_is_not_spoken():
     loop, _, _ = make(f"{CALL_LEAD_IN} The time in Paris is 5 PM.")
     got = [s async for s in loop.sentences("what time is it in Paris?")]
     assert got == ["The time in Paris is 5 PM."]
+
+
+async def test_a_turn_ending_with_a_tool_result_gets_its_reply_once_another_follows():
+    from iris_voice.tools.registry import ToolResult
+
+    loop, backend, _ = make("Sure.", "Fine.")
+    first = ToolResult(
+        name="multiply", arguments={"a": 2, "b": 3}, ok=True, result="2 times 3 is 6.", duration_ms=1.0
+    )
+    loop.record_turn("2 times 3", [first])
+    await loop.ask("and a joke?")
+    # while it was the last turn, the fast-path turn ended with its tool result
+    assert backend.requests[0]["messages"][-2]["role"] == "tool"
+    await loop.ask("thanks")
+    closed = loop.history[0]
+    assert closed[-1] == {"role": "assistant", "content": "2 times 3 is 6."}
+    assert [m["role"] for m in backend.requests[1]["messages"][1:4]] == ["user", "assistant", "tool"]
+
+
+async def test_a_cut_off_fast_path_turn_keeps_what_was_heard():
+    from iris_voice.tools.registry import ToolResult
+
+    loop, _, _ = make("Sure.")
+    said = ToolResult(
+        name="multiply",
+        arguments={"a": 2, "b": 3},
+        ok=True,
+        result="2 times 3 is 6. Anything else?",
+        duration_ms=1.0,
+    )
+    loop.record_turn("2 times 3", [said])
+    loop.amend_last_reply("2 times 3 is 6.")
+    await loop.ask("thanks")
+    assert loop.history[0][-1] == {"role": "assistant", "content": "2 times 3 is 6."}
+    loop.record_turn("2 times 3", [said])
+    loop.amend_last_reply("")
+    # nothing heard: that turn is forgotten
+    assert [t[0]["content"] for t in loop.history] == ["2 times 3", "thanks"]

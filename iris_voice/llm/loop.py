@@ -67,6 +67,7 @@ class ChatLoop:
         self._publish = publish or (lambda _e: None)
         self._clock = clock
         self.history: list[list[dict[str, Any]]] = []
+        self._open_reply: str | None = None  # what the last turn said, if it ends with a tool result
         self._last_turn_end = 0.0
         self._rendered: tuple[tuple[str, ...], list[dict[str, Any]]] | None = None
 
@@ -90,9 +91,17 @@ class ChatLoop:
     def _messages(self, turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [self.system_message(), *(m for t in self.history for m in t), *turn]
 
-    def _remember(self, turn: list[dict[str, Any]]) -> None:
+    def _remember(self, turn: list[dict[str, Any]], open_reply: str | None = None) -> None:
+        """Add a turn to the history. ``open_reply`` is what a turn that ends with a tool
+        result said: it stays open while it is the last turn (see ``record_turn``), and gets
+        its spoken reply as an assistant message once another turn follows — measured with
+        Qwen2.5-Coder-1.5B, four fast-path turns in a row, each ending with a tool result,
+        made the model answer the next chat question with nothing at all."""
         if self.cfg.history_turns == 0:
             return
+        if self._open_reply is not None and self.history:
+            self.history[-1].append({"role": "assistant", "content": self._open_reply})
+        self._open_reply = open_reply
         self.history.append(turn)
         del self.history[: -self.cfg.history_turns]
         # A rough 4-characters-per-token estimate keeps the context well inside num_ctx.
@@ -105,6 +114,7 @@ class ChatLoop:
     def reset(self) -> None:
         """Forget the conversation."""
         self.history.clear()
+        self._open_reply = None
 
     def amend_last_reply(self, heard: str) -> None:
         """After a barge-in, keep only what the user actually heard of the last reply.
@@ -112,6 +122,13 @@ class ChatLoop:
         The loop records every sentence it produced; the speaker knows which ones
         played. With nothing heard, the whole turn is forgotten.
         """
+        if self.history and self._open_reply is not None:  # a tool's own sentence was cut off
+            if heard:
+                self._open_reply = heard
+            else:
+                self.history.pop()
+                self._open_reply = None
+            return
         if not self.history or self.history[-1][-1].get("role") != "assistant":
             return
         if heard:
@@ -138,7 +155,7 @@ class ChatLoop:
             for r in results
         )
         self._append_results(turn, calls if self.mode == "text" else "", results)
-        self._remember(turn)
+        self._remember(turn, open_reply=" ".join(self._spoken(results)))
         self._last_turn_end = self._clock()
 
     # -- turns ------------------------------------------------------------------
@@ -206,9 +223,11 @@ class ChatLoop:
             trace.execution_path = trace.execution_path or self.mode
             trace.finish()
             if spoken:  # a cut-off turn keeps what was said (a boost SUMMARY has no rounds)
-                if not trace.extra.get("direct_return"):  # see record_turn for why not
+                if trace.extra.get("direct_return"):  # see record_turn for why it stays open
+                    self._remember(turn, open_reply=reply)
+                else:
                     turn.append({"role": "assistant", "content": reply})
-                self._remember(turn)
+                    self._remember(turn)
             self._last_turn_end = self._clock()
             if completed:
                 self._publish(TurnFinished(reply, trace.execution_path, trace.to_dict()))
