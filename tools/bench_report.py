@@ -149,7 +149,10 @@ def goals(iris: list[dict], naive: list[dict], live: list[dict]) -> dict[str, An
               f"{_ok(p95 <= GOAL_P95_MS)}")  # fmt: skip
         out[label] = {"everyday_p50": p50, "everyday_p95": p95}
     if iris and naive:
-        names = {r["name"] for r in naive} & {r["name"] for r in iris}
+        # questions both answered (a naive turn that failed on a busy machine has no figure)
+        names = {r["name"] for r in naive if r.get("first_audio_ms") is not None} & {
+            r["name"] for r in iris if r.get("first_audio_ms") is not None
+        }
         a = [r["first_audio_ms"] for r in iris if r["name"] in names]
         b = [r["first_audio_ms"] for r in naive if r["name"] in names]
         ratio, total = med(b) / med(a), sum(b) / sum(a)

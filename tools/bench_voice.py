@@ -59,6 +59,9 @@ async def endpoint(cfg: Config, engines, wav: Path):
 
 async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tuple[list[dict], list[dict]]:
     """IRIS's file mode and the naive pipeline, question by question, interleaved."""
+    import httpx
+    import ollama
+
     from iris_voice.filemode import FileTurns
     from iris_voice.tools.builtin import build_registry
     from tools.naive_pipeline import NaivePipeline
@@ -90,11 +93,14 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
                 print(f"  ({name}: naive timers: {setup})")
             utt = await endpoint(turns.cfg, turns.engines, fixture(f"bench_{name}"))
             left = await pasta_left(naive_timers)
-            nrow = await naive.turn(utt.audio, round(utt.hangover_s * 1000, 1))
+            try:
+                nrow = await naive.turn(utt.audio, round(utt.hangover_s * 1000, 1))
+            except (httpx.HTTPError, ollama.ResponseError) as exc:  # a busy machine: count it, go on
+                nrow = {"reply": f"(failed: {exc!r})", "first_audio_ms": None, "error": repr(exc)}
             nrow.update(name=name, pasta_left_s=left)
             nrow["correct"] = right(nrow)
             naive_rows.append(nrow)
-            line += f"   naive {nrow['first_audio_ms']:7.0f} ms"
+            line += f"   naive {nrow['first_audio_ms']!s:>7} ms"
         reply = (iris_rows or naive_rows)[-1]["reply"]
         print(f"{line}   {reply[:60]!r}", flush=True)
     return iris_rows, naive_rows
