@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures
 
@@ -64,9 +64,14 @@ bench: setup
 	$(BIN)/python tools/bench_intents.py
 	$(BIN)/python tools/bench_tools.py
 
-# Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline.
+# Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline,
+# 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
 bench-voice: setup audio-deps
-	$(BIN)/python tools/bench_voice.py
+	$(BIN)/python tools/bench_voice.py $(if $(MODES),--modes $(MODES))
+
+# Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
+bench-endpoint: venv fixtures
+	$(BIN)/python tools/bench_endpoint.py
 
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup

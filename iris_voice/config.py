@@ -101,7 +101,7 @@ class AudioConfig(_Section):
     follow_up_s: Annotated[float, Field(ge=0, le=60)] = 6.0
     barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
     vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
-    vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 300
+    vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 400
     pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
     max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
     no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0

@@ -155,3 +155,20 @@ def test_an_unknown_name_in_direct_return_is_a_config_error(tmp_path: Path):
     with pytest.raises(ConfigError) as err:
         build_registry(cfg)
     assert err.value.problems[0].startswith("llm.direct_return: unknown tool 'set_timers'")
+
+
+async def test_braces_written_around_a_direct_call_are_not_spoken():
+    from iris_voice.llm.client import ChatChunk
+
+    class BracesThenCall(ScriptedBackend):
+        """The model writes "{ }" as text and makes a structured call in the same reply."""
+
+        async def stream(self, messages, tools, options=None):
+            self.requests.append({"messages": messages})
+            yield ChatChunk(content="{ }\n")
+            yield ChatChunk(tool_calls=(("greet", {"name": "Ada"}),))
+            yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
+
+    loop = ChatLoop(BracesThenCall(), registry(), LlmConfig(direct_return=["greet"]))
+    trace = await loop.ask("greet Ada")
+    assert trace.reply == "Hello, Ada. Nice to meet you."

@@ -97,6 +97,8 @@ CASES = [
     ("resume the timer", ("HassUnpauseTimer", "resume_timer", {})),
     ("continue the pasta timer", ("HassUnpauseTimer", "resume_timer", {"which": "pasta"})),
     ("resume my timer please", ("HassUnpauseTimer", "resume_timer", {})),
+    ("unpause the pasta timer", ("HassUnpauseTimer", "resume_timer", {"which": "pasta"})),
+    ("unpause my timer", ("HassUnpauseTimer", "resume_timer", {})),
     # status
     ("how long is left on the pasta timer", ("HassTimerStatus", "list_timers", {"which": "pasta"})),
     ("how much time is left on my timer", ("HassTimerStatus", "list_timers", {})),

@@ -257,7 +257,7 @@ def test_a_mid_sentence_pause_shorter_than_the_hangover_is_kept(speech_manifest)
     events = endpoint(det, read_wav("pause"), hangover=0.8)
     assert [type(e) for e in events] == [UtteranceStarted, UtteranceEnded]
     assert abs(events[1].end_s - true_end / SAMPLE_RATE) <= 0.12
-    # With IRIS's default 300 ms hangover the same pause ends the utterance early.
+    # With a 300 ms hangover (IRIS's default before 400 ms) the same pause ends the utterance early.
     events = endpoint(det, read_wav("pause"), hangover=0.3)
     assert abs(events[1].end_s - first_end / SAMPLE_RATE) <= 0.12
 

@@ -88,7 +88,7 @@ def utterance_audio(parts: list[str], manifest: dict) -> tuple[np.ndarray, str, 
     text = " ".join(manifest[n]["text"] for n in parts)
     if len(parts) == 1 and len(manifest[parts[0]]["speech_spans"]) == 1:
         return read_wav(parts[0]), text, manifest[parts[0]]["speech_end"]
-    # The ``pause`` fixture's 0.5 s pause would end the utterance (300 ms hangover):
+    # The ``pause`` fixture's 0.5 s pause would end the utterance (the default hangover):
     # its two halves are joined with a breath-long pause too.
     spans = [(name, a, b) for name in parts for a, b in manifest[name]["speech_spans"]]
     pieces = [np.zeros(SAMPLE_RATE // 2, np.int16)]

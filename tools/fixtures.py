@@ -56,22 +56,60 @@ QUESTIONS = {
 """Each question is made with (``jarvis_<name>``) and without (``<name>``) the wake word."""
 EXTRA = {"jarvis": "Hey Jarvis.", "stop": "Stop."}
 BENCH = {
+    # everyday commands: the fast path's job (groups time, date, timer, calc, reminder)
     "time_tokyo": ("time", "What time is it in Tokyo?"),
-    "time_london": ("time", "What time is it in London?"),
     "time_new_york": ("time", "What's the time in New York?"),
+    "time_berlin": ("time", "Tell me the time in Berlin."),
+    "time_london": ("time", "What time is it in London?"),
+    "time_here": ("time", "What time is it?"),
+    "date_today": ("date", "What's the date today?"),
+    "day_today": ("date", "What day is it?"),
+    # timers in the order a cook would say them: each needs the state the one before left
+    # (tools/bench_setup.py recreates that state when a question runs on its own)
+    "pasta_timer": ("timer", "Set a pasta timer for eight minutes."),
+    "ten_minute_timer": ("timer", "Set a timer for ten minutes."),
+    "add_pasta": ("timer", "Add two minutes to the pasta timer."),
+    "pause_pasta": ("timer", "Pause the pasta timer."),
+    "resume_pasta": ("timer", "Resume the pasta timer."),
+    "left_pasta": ("timer", "How much time is left on the pasta timer?"),
+    "list_timers": ("timer", "Which timers are running?"),
+    "less_pasta": ("timer", "Take one minute off the pasta timer."),
+    "cancel_pasta": ("timer", "Cancel the pasta timer."),
+    "cancel_all": ("timer", "Cancel all timers."),
     "multiply": ("calc", "What is twenty three times forty seven?"),
     "percent": ("calc", "What is fifteen percent of eighty?"),
     "sqrt": ("calc", "What is the square root of one hundred forty four?"),
-    "pasta_timer": ("timer", "Set a pasta timer for eight minutes."),
-    "ten_minute_timer": ("timer", "Set a timer for ten minutes."),
-    "list_timers": ("timer", "Which timers are running?"),
+    "divide": ("calc", "What's one hundred divided by eight?"),
+    "plus": ("calc", "What is seventeen plus twenty five?"),
+    "remind_mom": ("reminder", "Remind me to call mom in ten minutes."),
+    # questions only the language model can answer
     "octopus": ("chat", "Give me one fun fact about octopuses."),
     "france": ("chat", "What is the capital of France?"),
     "hello": ("chat", "Say hello to my friend Sam."),
+    "romeo": ("chat", "Who wrote Romeo and Juliet?"),
+    "planet": ("chat", "What is the largest planet in our solar system?"),
+    "spider": ("chat", "How many legs does a spider have?"),
+    "boiling": ("chat", "At what temperature in Celsius does water boil?"),
+    "gracias": ("chat", "How do you say thank you in Spanish?"),
+    "mix_colors": ("chat", "What color do you get when you mix blue and yellow?"),
+    "gold": ("chat", "What is the chemical symbol for gold?"),
+    "mona_lisa": ("chat", "Who painted the Mona Lisa?"),
 }
-"""The latency benchmark's questions (``bench_<name>``, with the wake word): group and text."""
+"""The latency benchmark's questions (``bench_<name>``, with the wake word): group and text.
+The group ``chat`` needs the language model; every other group is an everyday command."""
 PAUSE_PARTS = ("Set a timer", "for three seconds.")
 """The ``pause`` fixture: these two syntheses with ``PAUSE_S`` of silence between."""
+ENDPOINT = {
+    f"endpoint_{kind}_{round(pause * 1000)}": (parts, pause)
+    for kind, parts in {
+        "timer": PAUSE_PARTS,
+        "multiply": ("What is twenty three", "times forty seven?"),
+        "remind": ("Remind me to call mom", "in ten minutes."),
+    }.items()
+    for pause in (0.3, 0.5, 0.7)
+}
+"""Mid-sentence pauses for the endpointing benchmark (tools/bench_endpoint.py): name →
+(the two pieces, the silence between them in seconds)."""
 ESPEAK = {
     "espeak_jarvis_time_tokyo": WAKE + "what time is it in Tokyo?",
     "espeak_time_tokyo": QUESTIONS["time_tokyo"],
@@ -84,8 +122,11 @@ _EDGE_LEVEL = 0.003
 
 
 def fixtures_dir() -> Path:
-    """Where the fixtures live: ``$IRIS_CACHE/fixtures``."""
-    return cache_dir() / "fixtures"
+    """Where this recipe's fixtures live: ``$IRIS_CACHE/fixtures/<recipe hash>``.
+
+    One directory per recipe, so checkouts with different question lists (branches,
+    worktrees sharing one cache) never overwrite each other's WAVs mid-run."""
+    return cache_dir() / "fixtures" / _spec_hash(shutil.which("espeak-ng") is not None)
 
 
 def _with_wake(text: str) -> str:
@@ -103,7 +144,14 @@ def specs() -> dict[str, list[str]]:
     out["pause"] = list(PAUSE_PARTS)
     for name, (_group, text) in BENCH.items():
         out[f"bench_{name}"] = [_with_wake(text)]
+    for name, (parts, _pause) in ENDPOINT.items():
+        out[name] = list(parts)
     return out
+
+
+def pause_of(name: str) -> float:
+    """The silence between the pieces of fixture ``name``."""
+    return ENDPOINT[name][1] if name in ENDPOINT else PAUSE_S
 
 
 def _spec_hash(espeak: bool) -> str:
@@ -117,6 +165,7 @@ def _spec_hash(espeak: bool) -> str:
         "lead": LEAD_S,
         "tail": TAIL_S,
         "pause": PAUSE_S,
+        "pauses": {name: pause for name, (_parts, pause) in ENDPOINT.items()},
         "piper": version("piper-tts"),
         "soxr": version("soxr"),
     }
@@ -170,9 +219,9 @@ def _write(path: Path, audio: np.ndarray) -> None:
         w.writeframes(pcm.tobytes())
 
 
-def _compose(pieces: list[np.ndarray]) -> tuple[np.ndarray, list[list[int]]]:
-    """Silence, the pieces with PAUSE_S between them, silence; and each piece's [start, end)."""
-    lead, gap, tail = (np.zeros(round(s * RATE), np.float32) for s in (LEAD_S, PAUSE_S, TAIL_S))
+def _compose(pieces: list[np.ndarray], pause_s: float = PAUSE_S) -> tuple[np.ndarray, list[list[int]]]:
+    """Silence, the pieces with ``pause_s`` between them, silence; and each piece's [start, end)."""
+    lead, gap, tail = (np.zeros(round(s * RATE), np.float32) for s in (LEAD_S, pause_s, TAIL_S))
     parts, spans, pos = [lead], [], len(lead)
     for i, piece in enumerate(pieces):
         if i:
@@ -210,7 +259,7 @@ def _generate(target: Path, espeak: bool) -> dict[str, Any]:
     synth = PiperSynthesizer(TtsConfig())  # the packaged joe voice
     manifest: dict[str, Any] = {}
     for name, parts in specs().items():
-        audio, spans = _compose(_piper_audio(synth, parts))
+        audio, spans = _compose(_piper_audio(synth, parts), pause_of(name))
         _write(target / f"{name}.wav", audio)
         manifest[name] = _entry(name, parts, audio, spans, "piper:en_US-joe-medium")
     if espeak:
@@ -223,19 +272,18 @@ def _generate(target: Path, espeak: bool) -> dict[str, Any]:
 
 def ensure_fixtures(force: bool = False) -> Path:
     """Make the fixtures unless the cached ones match the current recipe; their directory."""
-    target = fixtures_dir()
-    target.mkdir(parents=True, exist_ok=True)
     espeak = shutil.which("espeak-ng") is not None
     want = _spec_hash(espeak)
+    target = fixtures_dir()
+    target.mkdir(parents=True, exist_ok=True)
     stamp = target / ".stamp"
     with (target / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a make target and a test session may race
-        if not force and stamp.is_file() and stamp.read_text().strip() == want:
-            stamp.touch()  # up to date: tell make so, too
-            return target
-        manifest = _generate(target, espeak)
-        (target / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        stamp.write_text(want + "\n")
+        if force or not stamp.is_file() or stamp.read_text().strip() != want:
+            manifest = _generate(target, espeak)
+            (target / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+            stamp.write_text(want + "\n")
+    (target.parent / ".stamp").write_text(want + "\n")  # up to date: tell make so (Makefile)
     return target
 
 

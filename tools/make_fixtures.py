@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Make the spoken test fixtures (16 kHz WAVs + manifest.json) in ``$IRIS_CACHE/fixtures``.
+"""Make the spoken test fixtures (16 kHz WAVs + manifest.json) in
+``$IRIS_CACHE/fixtures/<recipe hash>``.
 
 Cached: a second run with the same recipe does nothing. ``--force`` makes them again.
 Prints the directory, then one line per fixture: name, seconds, end of speech, text.

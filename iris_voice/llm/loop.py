@@ -42,11 +42,12 @@ around it (boost mode). It may append to the turn's messages, which become its h
 
 def speakable(sentence: str) -> str:
     """Drop markdown emphasis and inline-code marks that a speech engine would read out,
-    and a tool result's call lead-in copied in front of the answer."""
+    a tool result's call lead-in copied in front of the answer, and text with no word."""
     text = " ".join(sentence.replace("`", "").replace("**", "").split())
     if text.startswith(CALL_LEAD_IN):
         text = text[len(CALL_LEAD_IN) :].lstrip()
-    return text
+    # Leftovers of a call written around a structured one ("{ }") have nothing to say.
+    return text if any(c.isalnum() for c in text) else ""
 
 
 class ChatLoop:
