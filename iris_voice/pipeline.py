@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 import re
 import time
@@ -61,6 +62,21 @@ def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
     return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
 
 
+def strip_wake_phrase(wake_name: str, text: str) -> str:
+    """``text`` without the wake phrase at its start, also as Whisper misspells it after
+    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the
+    wake word starts with it, however the transcript spells it."""
+    text = text.strip()
+    stripped = wake_phrase_pattern(wake_name).sub("", text, count=1)
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if stripped != text or len(words) < 2:
+        return stripped.strip()
+    m = re.match(rf"^\W*{re.escape(words[0])}\W+(\w+)\b\W*", text, re.IGNORECASE)
+    if m and difflib.SequenceMatcher(None, m.group(1).lower(), words[-1]).ratio() >= 0.6:
+        return text[m.end() :].strip()
+    return text
+
+
 def is_stop_command(text: str) -> bool:
     """True for "stop", "be quiet", "never mind"… said on their own."""
     words = re.sub(r"[^\w' ]+", " ", text.lower()).split()
@@ -91,7 +107,7 @@ class VoicePipeline:
         self.bus = bus
         self._on_stop = on_stop or (lambda: None)
         self._clock = clock
-        self._wake_re = wake_phrase_pattern(wake_name)
+        self._wake_name = wake_name
         self.state = "idle"
         self.utterances: asyncio.Queue[Utterance] = asyncio.Queue(2)
         self.turns: deque[dict[str, Any]] = deque(maxlen=20)
@@ -229,7 +245,7 @@ class VoicePipeline:
             else:
                 text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
             timings["stt"] = round((self._clock() - started) * 1000, 1)
-            text = self._wake_re.sub("", text.strip()).strip()
+            text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
             if not re.search(r"\w", text):
