@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import pytz
 
-from tests.voice_helpers import ask, heard, loud_spans
+from tests.voice_helpers import ask, heard, loud_spans, share_heard
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
@@ -89,9 +89,11 @@ def test_time_in_tokyo_is_spoken(virtual_audio, iris, judge):
 
 def test_arithmetic_is_spoken(virtual_audio, iris, judge):
     turn, audio = ask(virtual_audio, iris, "jarvis_multiply")
-    said = heard(judge, audio).replace(",", "")
-    assert "1081" in said or "one thousand eighty" in said.replace("-", " "), f"IRIS said {said!r}"
+    said = heard(judge, audio)
     assert "1081" in turn["reply"].replace(",", "")
+    # The speaker must have said the reply. Whisper base, the judge, once heard this
+    # recording as "23x47 is 1881": a number may be misheard, most words may not.
+    assert share_heard(turn["reply"], said) >= 0.75, f"IRIS said {said!r}, the reply was {turn['reply']!r}"
 
 
 def test_timer_is_announced_when_due_and_stop_dismisses_it(virtual_audio, iris, judge):
