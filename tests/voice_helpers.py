@@ -27,6 +27,17 @@ def share_heard(reply: str, said: str) -> float:
     return sum(w in got for w in wanted) / max(1, len(wanted))
 
 
+def clock_hours(said: str) -> set[int]:
+    """Hours of the clock times a listener wrote down: "2:41 a.m.", "2 41 am", and Whisper's
+    "241 a.m." (the colon dropped) all give 2; "12 p.m." gives 12. A bare number is no time."""
+    hours = set()
+    for m in re.finditer(r"\b(\d{1,2})(?:[:.\s]?(\d{2}))?\s*(?:[ap]\.?\s?m\b|o'?clock)", said.lower()):
+        hours.add(int(m.group(1)))
+    for m in re.finditer(r"\b(\d{1,2}):(\d{2})\b", said):
+        hours.add(int(m.group(1)))
+    return hours
+
+
 def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[tuple[float, float]]:
     """(start, end) seconds of the stretches that are not silent."""
     n = int(rate * block)
