@@ -76,8 +76,12 @@ def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
     print(f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns")
     for t in answer["turns"]:
         tm = t["timings_ms"]
-        stages = ", ".join(f"{k} {v:.0f}" for k, v in tm.items() if isinstance(v, int | float))
-        print(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms]")
+        # stt_partials counts decodes; every other figure is milliseconds
+        stages = ", ".join(
+            f"{k} {v:.0f}" for k, v in tm.items() if isinstance(v, int | float) and k != "stt_partials"
+        )
+        partials = f", {tm['stt_partials']} partial decodes" if tm.get("stt_partials") else ""
+        print(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms{partials}]")
     return 0
 
 

@@ -108,3 +108,36 @@ def test_percentiles():
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == pytest.approx(50.5, abs=0.6)
     assert percentile(values, 95) == pytest.approx(95, abs=1.1)
+
+
+def test_status_text_prints_stage_milliseconds_and_the_partial_count_apart(monkeypatch, capsys):
+    """``iris status`` lists each turn's stages in ms; the count of partial decodes is no ms."""
+    import argparse
+
+    from iris_voice import cli_voice
+    from iris_voice.config import Config
+
+    answer = {
+        "ok": True,
+        "state": "idle",
+        "muted": False,
+        "activation": "wake_word",
+        "uptime_s": 12.0,
+        "pid": 42,
+        "version": "0.0",
+        "models": {"stt": "tiny.en", "tts": "amy", "wake": "hey_jarvis", "llm": "qwen"},
+        "llm": {"host": "http://127.0.0.1:11434", "reachable": True, "error": None},
+        "first_audio_ms": {"p50": 800, "p95": 1200, "n": 1},
+        "turns": [
+            {
+                "text": "what time is it",
+                "transcript": "What time is it?",
+                "reply": "It is 3:05 PM.",
+                "timings_ms": {"vad_hangover": 400.2, "stt": 120.0, "stt_partials": 3, "stt_tail": 95.4},
+            }
+        ],
+    }
+    monkeypatch.setattr(cli_voice, "request", lambda cmd, timeout, **f: answer)
+    assert cli_voice.cmd_status(argparse.Namespace(json=False), Config()) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert "[vad_hangover 400, stt 120, stt_tail 95 ms, 3 partial decodes]" in line, line
