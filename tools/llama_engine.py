@@ -17,8 +17,10 @@ from typing import Any
 
 if __package__:
     from . import ollama_proto as proto
+    from . import ollama_replies as replies
 else:  # run as a script: tools/ itself is sys.path[0]
     import ollama_proto as proto
+    import ollama_replies as replies
 
 log = logging.getLogger("ollama_server")
 
@@ -204,11 +206,11 @@ class Engine:
             "done",
             {
                 "done_reason": reason,
-                "load_duration": proto.ns(t_start - job.t_request),
+                "load_duration": replies.ns(t_start - job.t_request),
                 "prompt_eval_count": evaluated,
-                "prompt_eval_duration": proto.ns(t_first - t_start),
+                "prompt_eval_duration": replies.ns(t_first - t_start),
                 "eval_count": generated,
-                "eval_duration": proto.ns(t_end - t_first),
+                "eval_duration": replies.ns(t_end - t_first),
             },
         )
 

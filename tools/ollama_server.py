@@ -39,10 +39,12 @@ from starlette.routing import Route
 
 if __package__:
     from . import ollama_proto as proto
+    from . import ollama_replies as replies
     from .fetch_models import gguf_path
     from .llama_engine import Engine, Job
 else:  # run as a script: tools/ itself is sys.path[0]
     import ollama_proto as proto
+    import ollama_replies as replies
     from fetch_models import gguf_path
     from llama_engine import Engine, Job
 
@@ -85,7 +87,7 @@ class OllamaApp:
     # --- metadata endpoints ---------------------------------------------------------------------
 
     def _describe(self, m: ServedModel) -> dict[str, Any]:
-        return proto.model_entry(
+        return replies.model_entry(
             m.name, m.digest, self.engine.size, self.engine.modified, self.engine.metadata
         )
 
@@ -107,7 +109,7 @@ class OllamaApp:
         out = [
             {
                 **self._describe(self.models[n]),
-                "expires_at": proto.rfc3339(t),
+                "expires_at": replies.rfc3339(t),
                 "size_vram": 0,
                 "context_length": ctx,
             }
@@ -128,7 +130,7 @@ class OllamaApp:
         if m is None:
             return _error(404, f"model '{name}' not found")
         eng = self.engine
-        body = proto.show_body(
+        body = replies.show_body(
             m.name, m.tools, eng.metadata, eng.template.source, str(eng.model_path), eng.modified
         )
         body["model_info"]["general.parameter_count"] = eng.n_params  # computed by Ollama, not a GGUF key
@@ -164,7 +166,7 @@ class OllamaApp:
         self._touch(m.name, req.keep_alive)
         if not req.messages:  # Ollama's way to preload (or, with keep_alive 0, unload) a model
             return JSONResponse(
-                proto.chat_final(req.model, {"done_reason": "unload" if req.keep_alive == 0 else "load"})
+                replies.chat_final(req.model, {"done_reason": "unload" if req.keep_alive == 0 else "load"})
             )
         job = Job(messages=req.messages, tools=req.tools, options=req.options, t_request=t0)
         events = self._events(req, job)
@@ -191,18 +193,18 @@ class OllamaApp:
                 if kind == "text":
                     out = tool_filter.feed(value)
                     if out:
-                        yield proto.chat_chunk(req.model, out)
+                        yield replies.chat_chunk(req.model, out)
                 elif kind == "error":
                     yield {"error": value}
                     return
                 else:  # "done"
                     rest, calls = tool_filter.finish()
                     if calls:
-                        yield proto.chat_chunk(req.model, "", calls)
+                        yield replies.chat_chunk(req.model, "", calls)
                     if rest:
-                        yield proto.chat_chunk(req.model, rest)
-                    value["total_duration"] = proto.ns(time.perf_counter() - job.t_request)
-                    yield proto.chat_final(req.model, value)
+                        yield replies.chat_chunk(req.model, rest)
+                    value["total_duration"] = replies.ns(time.perf_counter() - job.t_request)
+                    yield replies.chat_final(req.model, value)
         finally:
             # The keep_alive clock starts when the request ends, as in Ollama's scheduler.
             self._touch(self.models[proto.canonical_name(req.model)].name, req.keep_alive)
