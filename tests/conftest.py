@@ -1,13 +1,17 @@
-"""Shared fixtures: the Ollama-protocol test server backed by the real GGUF."""
+"""Shared fixtures: the Ollama-protocol test server backed by the real GGUF, the speech
+models and virtual audio, and the timer service on a fake clock."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.timer_harness import Harness
 from tools.fetch_models import gguf_path
 from tools.testbed import ServerHandle, start_openai_server, start_server
 
@@ -106,3 +110,15 @@ def openai_server() -> Iterator[ServerHandle]:
         pytest.skip(reason)
     with start_openai_server(alias="planner") as server:
         yield server
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    """A TimerService on a fake clock (tests/timer_harness.py); its run() task ends with the test."""
+    harness = Harness(tmp_path)
+    yield harness
+    if harness.task is not None:
+        harness.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await harness.task
+    harness.store.close()

@@ -20,7 +20,7 @@ from iris_voice.tools.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.timertools import make_timer_tools
 from tests.fakes import ScriptedBackend
-from tests.test_timers import Harness
+from tests.timer_harness import Harness
 
 TOKYO_REPLY = "It is 12:00 AM on Saturday, January 16, 2027 in Tokyo."  # T0 is Friday 3:00 PM UTC
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.timers import TimerStore
 from iris_voice.tools.timerstore import SCHEMA_VERSION
 from iris_voice.tools.timertools import make_timer_tools
-from tests.test_timers import IDLE, T0, Harness
+from tests.timer_harness import IDLE, T0, Harness
 
 # The layout IRIS shipped first (schema version 0), as it is on users' disks.
 V0_SCHEMA = """
@@ -30,17 +29,6 @@ CREATE TABLE IF NOT EXISTS timers (
 );
 CREATE INDEX IF NOT EXISTS timers_pending ON timers (state, due_at);
 """
-
-
-@pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = Harness(tmp_path)
-    yield harness
-    if harness.task is not None:
-        harness.task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await harness.task
-    harness.store.close()
 
 
 @pytest.fixture

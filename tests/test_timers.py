@@ -1,194 +1,25 @@
-"""Timers and reminders: parsing, the SQLite store, the service on a fake clock, restarts and tools."""
+"""Timers and reminders: the SQLite store, the service on a fake clock (the ``h`` fixture),
+and tools. Parsing is tested in test_timeparse.py, restarts in test_timer_restarts.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import AsyncIterator
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import pytz
 
 from iris_voice.errors import ToolError
 from iris_voice.events import EventBus, TimerFinished
 from iris_voice.tools.registry import ToolRegistry
-from iris_voice.tools.timeparse import parse_duration, parse_when, speak_duration
-from iris_voice.tools.timers import RETRY_SECONDS, SystemClock, TimerService, TimerStore, make_timer_tools
+from iris_voice.tools.timers import RETRY_SECONDS, TimerService, TimerStore, make_timer_tools
 from iris_voice.tools.timerstore import TimerRow, default_db_path
 from tests.fakes_clock import FakeClock
+from tests.timer_harness import T0, Harness
 
 REPO = Path(__file__).resolve().parents[1]
-IDLE = 100_000.0
-T0 = datetime(2027, 1, 15, 15, 0, tzinfo=UTC).timestamp()  # a Friday, 3:00 PM UTC
-
-
-# --- parsing -------------------------------------------------------------------------------------
-
-DURATIONS = [
-    (300, 300),
-    (2.5, 2.5),
-    ("300", 300),
-    ("8 minutes", 480),
-    ("8 min", 480),
-    ("8 mins", 480),
-    ("8m", 480),
-    ("1h30m", 5400),
-    ("1 hour 30 minutes", 5400),
-    ("1 hour and 30 minutes", 5400),
-    ("an hour and a half", 5400),
-    ("one and a half hours", 5400),
-    ("half an hour", 1800),
-    ("a half hour", 1800),
-    ("a quarter of an hour", 900),
-    ("90s", 90),
-    ("90 seconds", 90),
-    ("2.5 hours", 9000),
-    ("1:30", 90),
-    ("1:00:00", 3600),
-    ("five minutes", 300),
-    ("twenty five seconds", 25),
-    ("twenty-five seconds", 25),
-    ("an hour", 3600),
-    ("a minute", 60),
-    ("1 minute 30", 90),
-    ("for 10 minutes.", 600),
-    ("  10 Minutes ", 600),
-    ("7 days", 7 * 86400),
-]
-
-
-@pytest.mark.parametrize(("text", "seconds"), DURATIONS)
-def test_parse_duration(text: str | float, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize(
-    ("text", "says"),
-    [
-        (0, "longer than zero"),
-        (-5, "longer than zero"),
-        ("0 minutes", "longer than zero"),
-        ("-5 minutes", "longer than zero"),
-        ("minus 5 minutes", "longer than zero"),
-        ("8 days", "at most 7 days"),
-        (700000, "at most 7 days"),
-        ("banana", "Try '8 minutes'"),
-        ("", "Try '8 minutes'"),
-        ("minutes", "Try '8 minutes'"),
-        ("half", "Try '8 minutes'"),
-        ("5 ms", "Try '8 minutes'"),
-        ("3 hours ago", "Try '8 minutes'"),
-        ("1:75", "Try '8 minutes'"),
-        ("8 minutes pasta", "Try '8 minutes'"),
-        (True, "Try '8 minutes'"),
-        (float("nan"), "longer than zero"),
-    ],
-)
-def test_parse_duration_refuses(text: str | float, says: str) -> None:
-    with pytest.raises(ValueError, match=says):
-        parse_duration(text)
-
-
-PARIS = pytz.timezone("Europe/Paris")
-NOW = PARIS.localize(datetime(2027, 1, 15, 15, 0))  # Friday 3:00 PM
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("in 2 hours", (15, 17, 0)),
-        ("in 10 minutes", (15, 15, 10)),
-        ("in an hour and a half", (15, 16, 30)),
-        ("2 hours from now", (15, 17, 0)),
-        ("at 7 pm", (15, 19, 0)),
-        ("7pm", (15, 19, 0)),
-        ("9 p.m.", (15, 21, 0)),
-        ("7:30", (15, 19, 30)),  # the next 7:30 is this evening
-        ("19:30", (15, 19, 30)),
-        ("07:30", (16, 7, 30)),  # explicit 24-hour, already past today
-        ("at 7:30 am tomorrow", (16, 7, 30)),
-        ("tomorrow at 9", (16, 9, 0)),
-        ("tomorrow at 9 pm", (16, 21, 0)),
-        ("tomorrow morning at 7", (16, 7, 0)),
-        ("at 7 tonight", (15, 19, 0)),
-        ("at 10 o'clock", (15, 22, 0)),
-        ("seven thirty pm", (15, 19, 30)),
-        ("noon", (16, 12, 0)),  # past today -> tomorrow
-        ("midnight", (16, 0, 0)),
-        ("at 2 pm", (16, 14, 0)),  # past today -> tomorrow
-        ("at 3", (16, 3, 0)),  # 3 AM passed, 3 PM is now: the next 3 o'clock is tomorrow night
-        ("15:00", (16, 15, 0)),  # exactly now is not in the future
-    ],
-)
-def test_parse_when(text: str, expected: tuple[int, int, int]) -> None:
-    got = parse_when(text, NOW)
-    assert got.tzinfo is not None
-    assert (got.day, got.hour, got.minute) == expected
-    assert got > NOW
-
-
-def test_parse_when_noon_before_noon_is_today() -> None:
-    morning = PARIS.localize(datetime(2027, 1, 15, 9, 0))
-    assert parse_when("noon", morning) == PARIS.localize(datetime(2027, 1, 15, 12, 0))
-
-
-def test_parse_when_respects_dst_with_pytz() -> None:
-    # the night of 2027-03-28 Paris moves from +01:00 to +02:00
-    before = PARIS.localize(datetime(2027, 3, 27, 20, 0))
-    got = parse_when("tomorrow at 9", before)
-    assert got.utcoffset() == timedelta(hours=2)
-    assert got.timestamp() == datetime(2027, 3, 28, 7, 0, tzinfo=UTC).timestamp()
-    later = parse_when("in 24 hours", before)
-    assert later.timestamp() - before.timestamp() == 86400
-    assert (later.hour, later.utcoffset()) == (21, timedelta(hours=2))
-
-
-def test_parse_when_with_fixed_offset_zone() -> None:
-    now = datetime(2027, 1, 15, 15, 0, tzinfo=timezone(timedelta(hours=-5)))
-    assert parse_when("at 7 pm", now) == now.replace(hour=19)
-
-
-@pytest.mark.parametrize(
-    "text", ["next tuesday", "at 25", "13 pm", "7:61", "tomorrow", "in pasta", "soon", ""]
-)
-def test_parse_when_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="Try 'in 10 minutes'"):
-        parse_when(text, NOW)
-
-
-def test_parse_when_keeps_range_errors_and_needs_aware_now() -> None:
-    with pytest.raises(ValueError, match="at most 7 days"):
-        parse_when("in 9 days", NOW)
-    with pytest.raises(ValueError, match="aware"):
-        parse_when("at 7 pm", datetime(2027, 1, 15, 15, 0))
-
-
-@pytest.mark.parametrize(
-    ("seconds", "said"),
-    [
-        (480, "8 minutes"),
-        (5400, "1 hour 30 minutes"),
-        (45, "45 seconds"),
-        (1, "1 second"),
-        (460.4, "7 minutes 40 seconds"),
-        (3600, "1 hour"),
-        (5405, "1 hour 30 minutes"),  # seconds are noise past an hour
-        (90061, "1 day 1 hour 1 minute"),
-        (0.2, "less than a second"),
-    ],
-)
-def test_speak_duration(seconds: float, said: str) -> None:
-    assert speak_duration(seconds) == said
 
 
 # --- store ---------------------------------------------------------------------------------------
@@ -254,45 +85,6 @@ def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 
 
 # --- service on a fake clock ---------------------------------------------------------------------
-
-
-class Harness:
-    """A TimerService on a FakeClock with its events in a queue."""
-
-    def __init__(self, tmp_path: Path, **kwargs: object) -> None:
-        self.clock = FakeClock(T0)
-        self.store = TimerStore(tmp_path / "timers.db")
-        self.bus = EventBus()
-        self.events = self.bus.queue()
-        # a resync far beyond every test's horizon: run() then always has a sleep to observe
-        kwargs.setdefault("resync_seconds", IDLE)
-        self.service = TimerService(self.store, self.bus.publish, self.clock, tz_name="UTC", **kwargs)  # type: ignore[arg-type]
-        self.task: asyncio.Task[None] | None = None
-
-    async def start(self, idle: bool = True) -> None:
-        """Start run(); with ``idle``, return once it has read the store and gone to sleep."""
-        self.task = asyncio.create_task(self.service.run(), name="timers")
-        if idle:  # later changes must then wake it, not a lucky first read
-            await self.clock.sleeping_until(self.clock.now() + IDLE)
-
-    async def next_event(self) -> TimerFinished:
-        event = await asyncio.wait_for(self.events.get(), 2.0)
-        assert isinstance(event, TimerFinished)
-        return event
-
-    def assert_no_event(self) -> None:
-        assert self.events.empty(), f"unexpected event {self.events.get_nowait()}"
-
-
-@pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = Harness(tmp_path)
-    yield harness
-    if harness.task is not None:
-        harness.task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await harness.task
-    harness.store.close()
 
 
 async def test_timer_fires_exactly_when_due_and_not_before(h: Harness) -> None:
@@ -524,84 +316,6 @@ async def test_cancel_selection(h: Harness) -> None:
     assert await s.cancel("latest") == [t]
     with pytest.raises(ToolError, match="No timers are running"):
         await s.cancel("pasta")
-
-
-# --- persistence across processes ----------------------------------------------------------------
-
-CHILD = textwrap.dedent(
-    """
-    import asyncio, os, signal, sys
-    from iris_voice.tools.registry import ToolRegistry
-    from iris_voice.tools.timers import TimerService, TimerStore, make_timer_tools
-
-    async def main():
-        service = TimerService(TimerStore(), lambda event: None)  # default path: $XDG_STATE_HOME
-        tools = ToolRegistry(make_timer_tools(service, "UTC"))
-        for args in ({"duration": "1 second", "label": "pasta"}, {"duration": "1 hour", "label": "roast"}):
-            result = await tools.call("set_timer", args)
-            print(result.result, flush=True)
-        if sys.argv[1] == "kill":
-            await service.set_timer(2, "killed")
-            os.kill(os.getpid(), signal.SIGKILL)  # no clean shutdown, no close()
-
-    asyncio.run(main())
-    """
-)
-
-
-def run_child(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-c", CHILD, mode], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
-
-
-async def test_timers_survive_a_fresh_process_and_sigkill(tmp_path: Path) -> None:
-    clean = run_child(tmp_path, "exit")
-    assert clean.returncode == 0, clean.stderr
-    assert clean.stdout.splitlines() == ["Pasta timer set for 1 second.", "Roast timer set for 1 hour."]
-    killed = run_child(tmp_path, "kill")
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-
-    store = TimerStore(tmp_path / "iris" / "timers.db")
-    rows = store.pending()
-    assert [r.label for r in rows] == ["pasta", "pasta", "killed", "roast", "roast"]
-    roast = rows[-1]
-    clock = FakeClock(float(int(time.time()) + 120))  # IRIS comes back two minutes later
-    bus = EventBus()
-    events = bus.queue()
-    service = TimerService(store, bus.publish, clock, tz_name="UTC", resync_seconds=None)
-    task = asyncio.create_task(service.run())
-    try:
-        missed = [await asyncio.wait_for(events.get(), 2) for _ in range(3)]
-        assert [(e.label, e.missed) for e in missed] == [("pasta", True), ("pasta", True), ("killed", True)]
-        assert all(e.message.startswith("While I was off, your ") for e in missed)  # type: ignore[attr-defined]
-        await clock.sleeping_until(rows[-2].due_at)  # planned for the first roast's due time
-        assert not events.qsize()
-        clock.advance_to(roast.due_at + 0.01)
-        on_time = [await asyncio.wait_for(events.get(), 2) for _ in range(2)]
-        assert [(e.label, e.missed) for e in on_time] == [("roast", False), ("roast", False)]
-        assert store.pending() == []
-    finally:
-        task.cancel()
-        store.close()
-
-
-async def test_real_clock_fires_a_short_timer_on_time(tmp_path: Path) -> None:
-    bus = EventBus()
-    events = bus.queue()
-    service = TimerService(TimerStore(tmp_path / "t.db"), bus.publish, SystemClock())
-    task = asyncio.create_task(service.run())
-    try:
-        start = time.monotonic()
-        row = await service.set_timer(0.3, "quick")
-        event = await asyncio.wait_for(events.get(), 2)
-        elapsed = time.monotonic() - start
-        assert isinstance(event, TimerFinished) and event.timer_id == row.id
-        assert time.time() >= row.due_at
-        assert 0.3 <= elapsed <= 0.8, elapsed
-    finally:
-        task.cancel()
 
 
 # --- tools ---------------------------------------------------------------------------------------
