@@ -196,3 +196,24 @@ def test_spoken_answer_judge_counts_numbers_in_digits_or_words(said, heard, shar
     voice = _container_module("deb_checks_voice")
     assert voice.share_heard(said, heard) == share
     assert voice.spell(1081) == "one thousand eighty one" and voice.spell(700) == "seven hundred"
+
+
+def test_install_test_server_waits_for_the_llm_lock_a_bounded_time(tmp_path, monkeypatch):
+    """A caller holding the machine's LLM lock gets a named error in llm.json, not a hang."""
+    import fcntl
+    import json
+
+    from tools import deb_testbed
+
+    lock = tmp_path / "llm.lock"
+    monkeypatch.setattr(deb_testbed, "LLM_LOCK", str(lock))
+    monkeypatch.setattr(deb_testbed, "LOCK_WAIT_S", 1)
+    (tmp_path / "llm-request").write_text("now")
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        server = deb_testbed.LlmOnDemand(tmp_path, tmp_path / "server.log")
+        server.poll()
+        server.thread.join(30)
+    answer = json.loads((tmp_path / "llm.json").read_text())
+    assert answer["url"] is None
+    assert answer["error"] == f"{lock} still held after 1 s (is the caller holding it?)"

@@ -15,6 +15,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
+# Below the container's own wait for llm.json (deb_checks_voice.LLM_WAIT_S, 1500 s), so the
+# container hears why instead of timing out.
+LOCK_WAIT_S = 1200
+LLM_LOCK = "/tmp/iris-llm.lock"  # the machine-wide lock every model-heavy job takes
 
 
 class LlmOnDemand:
@@ -33,7 +37,7 @@ class LlmOnDemand:
         """Act on the container's requests (called from the boot loop)."""
         if self.thread is None and (self.dir / "llm-request").exists():
             self.asked_at = time.monotonic()
-            print("host: the container asks for the test server (waiting for /tmp/iris-llm.lock)", flush=True)
+            print(f"host: the container asks for the test server (waiting for {LLM_LOCK})", flush=True)
             self.thread = threading.Thread(target=self._start, name="llm-server", daemon=True)
             self.thread.start()
         if self.ready_at and not self.stopped_at and (self.dir / "llm-done").exists():
@@ -45,7 +49,10 @@ class LlmOnDemand:
         if not python.exists():
             error = f"no {python} (run make setup)"
         else:
-            cmd = ["flock", "/tmp/iris-llm.lock", str(python), str(TOOLS / "ollama_server.py"), "--port", "0"]
+            # A bounded wait: a caller already holding the lock (``flock … .ci/run``) would
+            # otherwise hang the install test until CI's own time limit.
+            lock = ["flock", "--timeout", str(LOCK_WAIT_S), "--conflict-exit-code", "75", LLM_LOCK]
+            cmd = [*lock, str(python), str(TOOLS / "ollama_server.py"), "--port", "0"]
             with self.log.open("wb") as log:
                 proc = self.proc = subprocess.Popen(
                     cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
@@ -55,7 +62,11 @@ class LlmOnDemand:
                     url = m.group(1)
                     break
             else:
-                error = f"the test server exited ({proc.wait()}): {self.log_tail()}"
+                code = proc.wait()
+                if code == 75:
+                    error = f"{LLM_LOCK} still held after {LOCK_WAIT_S} s (is the caller holding it?)"
+                else:
+                    error = f"the test server exited ({code}): {self.log_tail()}"
         self.ready_at = time.monotonic()
         print(f"host: test server {url or error} after {self.ready_at - self.asked_at:.0f} s", flush=True)
         answer = self.dir / "llm.json"
