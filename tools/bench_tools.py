@@ -164,10 +164,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     from tools.fetch_models import assemble
-    from tools.testbed import model_server
+    from tools.testbed import bench_target, model_server
 
-    model = os.environ.get("IRIS_BENCH_MODEL", "qwen2.5-coder:1.5b")
-    host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
+    model, host = bench_target()
     path = assemble()
     with ExitStack() as stack:
         host = model_server(stack, model, host, "test server")

@@ -158,6 +158,15 @@ def ollama_answers(host: str) -> bool:
         return False
 
 
+def bench_target() -> tuple[str, str]:
+    """The model and Ollama host a benchmark asks for: ``IRIS_BENCH_MODEL`` and ``OLLAMA_HOST``,
+    else IRIS's own defaults."""
+    from iris_voice.config import LlmConfig
+
+    default = LlmConfig()
+    return os.environ.get("IRIS_BENCH_MODEL", default.model), os.environ.get("OLLAMA_HOST", default.host)
+
+
 def model_server(stack, model: str, host: str, label: str = "test server") -> str:
     """The Ollama server at ``host`` when one answers; otherwise the test server serving the
     packaged GGUF as ``model``, started on ``stack`` (an ExitStack). Its URL."""

@@ -55,6 +55,19 @@ def _count(rows: list[TimerRow]) -> str:
     return plural(len(rows), "timer")
 
 
+def _paused_or_resumed(
+    verb: str, state: str, done: list[TimerRow], already: list[TimerRow], now: float
+) -> str:
+    """The spoken answer of pause_timer ("Paused", "paused") or resume_timer ("Resumed", "running")."""
+    if len(done) == 1:
+        return f"{verb} {noun(done[0])} with {speak_duration(done[0].left(now))} left."
+    if done:
+        return f"{verb} {_count(done)}."
+    if len(already) == 1:
+        return cap(f"{noun(already[0])} is already {state}.")
+    return f"Those timers are already {state}." if already else "That timer has just gone off."
+
+
 def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
     """``set_timer``, ``list_timers``, ``cancel_timer``, ``adjust_timer``, ``pause_timer``,
     ``resume_timer`` and ``set_reminder``, all ``direct_return``."""
@@ -117,26 +130,12 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
     async def pause_timer(which: str | None = None) -> str:
         """Pause a timer."""
         done, already = await service.pause(which or "")
-        now = service.clock.now()
-        if len(done) == 1:
-            return f"Paused {noun(done[0])} with {speak_duration(done[0].left(now))} left."
-        if done:
-            return f"Paused {_count(done)}."
-        if len(already) == 1:
-            return cap(f"{noun(already[0])} is already paused.")
-        return "Those timers are already paused." if already else "That timer has just gone off."
+        return _paused_or_resumed("Paused", "paused", done, already, service.clock.now())
 
     async def resume_timer(which: str | None = None) -> str:
         """Resume a paused timer."""
         done, already = await service.resume(which or "")
-        now = service.clock.now()
-        if len(done) == 1:
-            return f"Resumed {noun(done[0])} with {speak_duration(done[0].left(now))} left."
-        if done:
-            return f"Resumed {_count(done)}."
-        if len(already) == 1:
-            return cap(f"{noun(already[0])} is already running.")
-        return "Those timers are already running." if already else "That timer has just gone off."
+        return _paused_or_resumed("Resumed", "running", done, already, service.clock.now())
 
     async def set_reminder(
         when: Annotated[str, "e.g. 'in 2 hours', 'tomorrow at 9'"],
