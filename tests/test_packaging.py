@@ -186,6 +186,7 @@ def test_container_checks_need_only_the_standard_library():
         ("The answer is 1,081.", "The answer is 1081.", 1.0),
         ("The answer is 1,081.", "the answer is one thousand eighty-one", 1.0),
         ("23 times 47 is 1081.", "twenty three times forty seven is 1081", 1.0),
+        ("23 times 47 is 1081.", "23x47 is 1081", 1.0),
         ("The answer is 1,081.", "the answer is 1018", 0.75),
         ("The answer is 1081.", "The answers 1,081.", 0.75),
         ("The answer is 1081.", "Your pasta timer is done.", 0.25),

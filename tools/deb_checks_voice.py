@@ -66,8 +66,10 @@ def spell(n: int) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-case words and numbers ("1,081" → "1081", "eighty-one" → "eighty", "one")."""
-    return re.findall(r"[a-z0-9']+", re.sub(r"(\d),(\d)", r"\1\2", text.lower()))
+    """Lower-case words and numbers ("1,081" → "1081", "eighty-one" → "eighty", "one";
+    Whisper's "23x47" → "23 times 47", as tests/voice_helpers.py reads it)."""
+    text = re.sub(r"(\d),(\d)", r"\1\2", text.lower())
+    return re.findall(r"[a-z0-9']+", re.sub(r"(\d)\s*[x×*]\s*(\d)", r"\1 times \2", text))
 
 
 def _heard_word(word: str, got: set[str]) -> bool:
