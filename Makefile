@@ -28,7 +28,7 @@ $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm
 
 # Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).
 fixtures: $(IRIS_CACHE)/fixtures/.stamp
-$(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/tts.py | venv
+$(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/speech/tts.py | venv
 	$(BIN)/python tools/make_fixtures.py --quiet
 
 # Debian packages for the virtual-audio test bed (tools/audiobed.py), PortAudio, and

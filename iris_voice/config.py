@@ -25,15 +25,11 @@ DEFAULT_SYSTEM_PROMPT = (
     "otherwise answer directly without tools. After a tool result, state the answer briefly."
 )
 
-DIRECT_RETURN = (
-    "get_current_time", "set_timer", "list_timers", "cancel_timer", "adjust_timer", "pause_timer",
-    "resume_timer", "set_reminder",
-)  # fmt: skip
-"""Tools whose result is already a complete spoken sentence (not the calculator's "23 * 47 = 1081")."""
-
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are numbers to Python and TOML, but an infinite timeout defeats the
+    # protection it exists for: every float must be finite.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LlmConfig(_Section):
@@ -55,8 +51,9 @@ class LlmConfig(_Section):
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    direct_return: list[str] = list(DIRECT_RETURN)
-    """Tools whose answer is spoken as is, without a second model round (if they succeed)."""
+    direct_return: list[str] | None = None
+    """Tools whose answer is spoken as is, without a second model round (if they succeed);
+    None: the tools that declare their answer a complete sentence (all but the calculator)."""
 
     @field_validator("host")
     @classmethod

@@ -10,9 +10,43 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+
+class State(StrEnum):
+    """Where the voice pipeline is: ``iris status`` and ``StateChanged`` say it."""
+
+    IDLE = "idle"
+    LISTENING = "listening"
+    TRANSCRIBING = "transcribing"
+    THINKING = "thinking"
+    SPEAKING = "speaking"
+
+
+class Trigger(StrEnum):
+    """What opened a question."""
+
+    WAKE_WORD = "wake_word"
+    PUSH_TO_TALK = "push_to_talk"
+    ALWAYS = "always"
+    FOLLOW_UP = "follow_up"
+    BARGE_IN = "barge_in"
+
+
+class ExecutionPath(StrEnum):
+    """How a turn was answered."""
+
+    NATIVE = "native"
+    """The model with native tool calling."""
+    TEXT = "text"
+    """The model with tools described in its prompt and calls written as text."""
+    FAST = "fast"
+    """The intent fast path: no model at all."""
+    BOOST = "boost"
+    """A planner model directing the local model."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +94,8 @@ class TurnFinished(Event):
 
     reply: str
     """The full spoken reply."""
-    execution_path: str
-    """``native``, ``text``, ``fast`` or ``boost``."""
+    execution_path: ExecutionPath
+    """How the turn was answered."""
     trace: dict[str, Any] = field(default_factory=dict)
     """The turn's trace (see ``iris ask --json``)."""
 
@@ -98,8 +132,8 @@ class LlmUnavailable(Event):
 class StateChanged(Event):
     """The voice pipeline moved to another state."""
 
-    state: str
-    """``idle``, ``listening``, ``transcribing``, ``thinking`` or ``speaking``."""
+    state: State
+    """The new state."""
 
 
 @dataclass(frozen=True)

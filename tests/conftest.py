@@ -88,7 +88,7 @@ def virtual_audio():
 def judge(speech_manifest):
     """Whisper base: a second, larger ear that judges what IRIS said in a recording."""
     from iris_voice.config import SttConfig
-    from iris_voice.stt import FasterWhisperTranscriber
+    from iris_voice.speech.stt import FasterWhisperTranscriber
 
     return FasterWhisperTranscriber(SttConfig(model="base"))
 

@@ -1,4 +1,4 @@
-"""A fake ``Clock`` (see ``iris_voice.tools.timers.Clock``) whose time moves only when told."""
+"""A fake ``Clock`` (see ``iris_voice.timers.service.Clock``) whose time moves only when told."""
 
 from __future__ import annotations
 

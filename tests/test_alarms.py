@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 
-from iris_voice.alarms import AlarmAnnouncer
+from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.config import AudioConfig
 from iris_voice.events import TimerFinished
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import pytz
 
-from iris_voice.tools.timers import TimerService, TimerStore
+from iris_voice.timers.service import TimerService
+from iris_voice.timers.store import TimerStore
 from tools.bench_checks import correct, hours_now
 from tools.bench_setup import pasta_left, prepare
 from tools.fixtures import BENCH

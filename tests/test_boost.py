@@ -11,11 +11,11 @@ import pytest
 from iris_voice.config import BoostConfig, Config, LlmConfig
 from iris_voice.errors import ConfigError, LlmError
 from iris_voice.events import EventBus
-from iris_voice.llm.boost import BoostLoop, may_need_tools, planner_backend
+from iris_voice.conversation.boost import BoostLoop, may_need_tools, planner_backend
 from iris_voice.llm.client import ChatChunk, OllamaBackend
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.conversation.chat import ChatLoop
 from iris_voice.llm.openai_client import OpenAIBackend
-from iris_voice.llm.responder import build_responder
+from iris_voice.conversation.responder import build_responder
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 
@@ -266,7 +266,7 @@ def test_config_errors_name_the_key(monkeypatch):
 
 def test_build_responder_picks_boost_only_when_enabled(tmp_path):
     from iris_voice.config import IntentsConfig
-    from iris_voice.intents import FastPathResponder
+    from iris_voice.conversation.fastpath import FastPathResponder
 
     cfg = Config(llm=LlmConfig(host="http://h:1", model="local"), intents=IntentsConfig(enabled=False))
     assert isinstance(build_responder(cfg, registry()), ChatLoop)
@@ -285,7 +285,7 @@ async def test_doctor_checks_the_planner_when_boost_is_enabled(monkeypatch):
     from iris_voice.config import parse
 
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
-    from iris_voice.llm.doctor import run_checks
+    from iris_voice.app.doctor import run_checks
 
     cfg = parse(
         {

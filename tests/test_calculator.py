@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.calculator import calculator, evaluate, format_number, make_calculator_tool
+from iris_voice.tools.builtin.calculator import calculator, evaluate, format_number, make_calculator_tool
 from iris_voice.tools.registry import ToolRegistry
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.clock import (
+from iris_voice.tools.builtin.clock import (
     describe_time,
     local_timezone,
     make_clock_tool,

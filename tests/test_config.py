@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from iris_voice import config
-from iris_voice.cli import main
+from iris_voice.cli.main import main
 from iris_voice.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent

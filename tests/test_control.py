@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from iris_voice.control import ControlServer, daemon_running, request
+from iris_voice.app.control import ControlServer, daemon_running, request
 from iris_voice.errors import IrisError
-from iris_voice.runtime import InstanceLock, runtime_dir, sd_notify
-from iris_voice.status import percentile
+from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
+from iris_voice.app.commands import percentile
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ async def test_garbage_lines_get_an_error_not_a_crash(runtime):
 def test_a_second_instance_is_refused_and_a_dead_one_leaves_no_lock(runtime):
     lock = InstanceLock()
     lock.acquire()
-    code = "from iris_voice.runtime import InstanceLock\nInstanceLock().acquire()"
+    code = "from iris_voice.app.runtime import InstanceLock\nInstanceLock().acquire()"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert other.returncode != 0 and f"already running for this user (pid {os.getpid()}" in other.stderr
     lock.release()
@@ -114,7 +114,7 @@ def test_status_text_prints_stage_milliseconds_and_the_partial_count_apart(monke
     """``iris status`` lists each turn's stages in ms; the count of partial decodes is no ms."""
     import argparse
 
-    from iris_voice import cli_voice
+    from iris_voice.cli import voice as cli_voice
     from iris_voice.config import Config
 
     answer = {

@@ -7,9 +7,9 @@ import asyncio
 import socket
 
 from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
-from iris_voice.control import request
-from iris_voice.daemon import NOT_REACHABLE_AT_START, Daemon
-from iris_voice.engines import Engines
+from iris_voice.app.control import request
+from iris_voice.app.daemon import NOT_REACHABLE_AT_START, Daemon
+from iris_voice.app.assembly import Engines
 from tests.fakes_audio import SILENCE, FakeSink, FakeStt, FakeTts, FakeVad, FakeWake, ScriptSource, frames
 from tests.mcp_servers import time_server
 from tools.testbed import free_port

@@ -10,10 +10,10 @@ import pytest
 from iris_voice.config import Config, LlmConfig, ToolsConfig
 from iris_voice.errors import ConfigError
 from iris_voice.events import EventBus, SentenceReady, TurnFinished
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.conversation.chat import ChatLoop
 from iris_voice.tools.builtin import build_registry
-from iris_voice.tools.calculator import make_calculator_tool
-from iris_voice.tools.clock import make_clock_tool
+from iris_voice.tools.builtin.calculator import make_calculator_tool
+from iris_voice.tools.builtin.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry, spoken, tool_from_function
 from tests.fakes import ScriptedBackend
 

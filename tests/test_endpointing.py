@@ -24,7 +24,7 @@ DEFAULT_MS = AudioConfig().vad_hangover_ms
 @pytest.fixture(scope="module")
 def probs(speech_manifest) -> dict[str, list[float]]:
     """Silero's per-frame speech probabilities of every pause fixture and benchmark question."""
-    from iris_voice.audio.vad import SileroDetector
+    from iris_voice.speech.vad import SileroDetector
 
     det = SileroDetector()
     names = ["pause", *ENDPOINT, *(f"bench_{n}" for n in BENCH)]

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.cli import main
+from iris_voice.cli.main import main
 from iris_voice.config import Config, IntentsConfig, LlmConfig
 from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished, TurnStarted
-from iris_voice.intents import FastPathResponder, IntentMatcher
-from iris_voice.llm.loop import ChatLoop
-from iris_voice.llm.responder import build_responder
-from iris_voice.tools.calculator import make_calculator_tool
-from iris_voice.tools.clock import make_clock_tool
+from iris_voice.conversation.fastpath import FastPathResponder, IntentMatcher
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.responder import build_responder
+from iris_voice.tools.builtin.calculator import make_calculator_tool
+from iris_voice.tools.builtin.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry
-from iris_voice.tools.timertools import make_timer_tools
+from iris_voice.tools.builtin.timers import make_timer_tools
 from tests.fakes import ScriptedBackend
 from tests.timer_harness import Harness
 

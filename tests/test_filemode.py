@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig
-from iris_voice.engines import Engines
-from iris_voice.filemode import FileTurns
+from iris_voice.app.assembly import Engines
+from iris_voice.app.filemode import FileTurns
 from tests.fakes import ScriptedBackend
 from tests.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
 from tests.voice_helpers import heard, share_heard
@@ -60,7 +60,7 @@ def run_file_turn(tmp_path: Path, host: str, intents: bool) -> dict:
     sections = {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}, "intents": {"enabled": intents}}
     config = write_config(tmp_path / "c.toml", sections)
     env = dict(os.environ, OLLAMA_HOST=host, XDG_STATE_HOME=str(tmp_path), IRIS_CONFIG=str(config))
-    cmd = [sys.executable, "-m", "iris_voice.cli", "ask", "--wav", str(fixture("jarvis_multiply")),
+    cmd = [sys.executable, "-m", "iris_voice.cli.main", "ask", "--wav", str(fixture("jarvis_multiply")),
            "--out", str(tmp_path / "answer.wav"), "--json"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=500)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -124,7 +124,7 @@ def test_cli_file_turn_for_the_model_without_a_server_exits_unavailable(speech_m
     env = dict(os.environ, OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", XDG_STATE_HOME=str(tmp_path))
     env.pop("IRIS_CONFIG", None)
     out = tmp_path / "answer.wav"
-    cmd = [sys.executable, "-m", "iris_voice.cli", "ask", "--wav", str(fixture("jarvis_story")),
+    cmd = [sys.executable, "-m", "iris_voice.cli.main", "ask", "--wav", str(fixture("jarvis_story")),
            "--out", str(out), "--json"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=250)
     assert proc.returncode == 69, proc.stderr[-2000:]

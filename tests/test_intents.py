@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from iris_voice.intents import IntentMatcher
-from iris_voice.intents.numbers import number, seconds
-from iris_voice.intents.templates import HA_INTENTS, home_assistant_templates, iris_templates
+from iris_voice.conversation.fastpath import IntentMatcher
+from iris_voice.conversation.fastpath.numbers import number, seconds
+from iris_voice.conversation.fastpath.templates import HA_INTENTS, home_assistant_templates, iris_templates
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from iris_voice.config import LlmConfig
 from iris_voice.errors import LlmError
 from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished
-from iris_voice.llm.loop import FALLBACK_REPLY, LIMIT_NOTE, ChatLoop
+from iris_voice.conversation.chat import FALLBACK_REPLY, LIMIT_NOTE, ChatLoop
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from iris_voice.config import McpServerConfig
-from iris_voice.llm.render import FORMATS, render
-from iris_voice.tools.mcp import BROWSE_TOOL, McpManager
+from iris_voice.tools.render import FORMATS, render
+from iris_voice.tools.mcp.manager import BROWSE_TOOL, McpManager
 from iris_voice.tools.registry import ToolRegistry
 from tests.mcp_servers import FLAKY, PY, execute, flaky, running, time_server
 
@@ -117,7 +117,7 @@ async def test_a_slow_starting_server_never_holds_a_turn_longer_than_start_wait(
 
 
 async def test_malformed_schemas_are_skipped_with_a_log_line_and_the_rest_works(caplog):
-    caplog.set_level(logging.WARNING, logger="iris_voice.tools.mcp_client")
+    caplog.set_level(logging.WARNING, logger="iris_voice.tools.mcp.client")
     async with running(flaky(mode="eager"), flaky(category="test/lazy", name="flaky2")) as (
         manager,
         registry,

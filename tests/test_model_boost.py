@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig
-from iris_voice.llm.boost import BoostLoop, planner_backend
+from iris_voice.conversation.boost import BoostLoop, planner_backend
 from iris_voice.llm.client import OllamaBackend
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.conversation.chat import ChatLoop
 from iris_voice.llm.openai_client import OpenAIBackend
 from iris_voice.tools.builtin import build_registry
 from tests.fakes import ScriptedBackend
@@ -113,7 +113,7 @@ def test_cli_ask_uses_boost_when_enabled(ollama_server, tmp_path):
         [
             sys.executable,
             "-m",
-            "iris_voice.cli",
+            "iris_voice.cli.main",
             "--config",
             str(conf),
             "ask",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig
-from iris_voice.intents import FastPathResponder
-from iris_voice.llm.responder import build_responder
+from iris_voice.conversation.fastpath import FastPathResponder
+from iris_voice.conversation.responder import build_responder
 from iris_voice.tools.builtin import build_registry
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]

@@ -11,9 +11,9 @@ import pytest
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig
 from iris_voice.llm.client import OllamaBackend
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.conversation.chat import ChatLoop
 from iris_voice.tools.builtin import build_registry
-from iris_voice.tools.mcp import BROWSE_TOOL, EXECUTE_TOOL, McpManager, with_mcp_hint
+from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL, McpManager, with_mcp_hint
 from tests.mcp_servers import calculator, time_server
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]

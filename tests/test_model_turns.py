@@ -15,9 +15,9 @@ import pytz
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig
 from iris_voice.llm.client import OllamaBackend
-from iris_voice.llm.loop import ChatLoop
+from iris_voice.conversation.chat import ChatLoop
 from iris_voice.tools.builtin import build_registry
-from iris_voice.tools.timers import TimerStore
+from iris_voice.timers.store import TimerStore
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]
 
@@ -95,7 +95,7 @@ def run_cli(server, tmp_path, *args, host=None):
     env.pop("IRIS_CONFIG", None)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
     return subprocess.run(
-        [sys.executable, "-m", "iris_voice.cli", *args], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "iris_voice.cli.main", *args], env=env, capture_output=True, text=True, timeout=240
     )
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from iris_voice import models
-from iris_voice.audio.wake import resolve_wake_model
-from iris_voice.models import ModelMissing, piper_voice_files, whisper_model_dir
+from iris_voice.speech.wake import resolve_wake_model
+from iris_voice.speech.model_files import ModelMissing, piper_voice_files, whisper_model_dir
 
 
 def _ct2(path: Path) -> Path:

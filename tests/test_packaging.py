@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.runtime import InstanceLock
+from iris_voice.app.runtime import InstanceLock
 from tools import deb_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def test_daemon_exits_with_a_status_the_units_do_not_restart(case, tmp_path):
     lock = InstanceLock(runtime / "iris" / "lock")
     lock.acquire()
     try:
-        cmd = [sys.executable, "-m", "iris_voice.cli", "run"]
+        cmd = [sys.executable, "-m", "iris_voice.cli.main", "run"]
         out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     finally:
         lock.release()

@@ -21,16 +21,16 @@ from iris_voice.events import (
     TurnStarted,
     WakeWordDetected,
 )
-from iris_voice.listener import Listener
-from iris_voice.llm.loop import ChatLoop
-from iris_voice.pipeline import (
+from iris_voice.voice.listener import Listener
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.voice.pipeline import (
     UNREACHABLE,
     VoicePipeline,
     is_stop_command,
     strip_wake_phrase,
     wake_phrase_pattern,
 )
-from iris_voice.speaker import ReplySpeaker
+from iris_voice.voice.speaker import ReplySpeaker
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 from tests.fakes_audio import (

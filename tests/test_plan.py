@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.config import Config, ToolsConfig
-from iris_voice.llm.plan import (
+from iris_voice.conversation.plan import (
     Attempt,
     PlanStream,
     parse_plan,

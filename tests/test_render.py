@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iris_voice.llm.render import (
+from iris_voice.tools.render import (
     FORMATS,
     SYSTEM_TOOL_INSTRUCTIONS,
     TEXT_FORMATS,

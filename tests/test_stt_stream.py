@@ -1,4 +1,4 @@
-"""Incremental speech to text (``iris_voice.stt_stream``) with a fake decoder.
+"""Incremental speech to text (``iris_voice.speech.stt_stream``) with a fake decoder.
 
 Each fed frame carries its own index as its sample value, so the fake decoder can
 say which frames a piece covered ("3-70"; a cut may split a frame: "0-77 77-120"), and
@@ -16,11 +16,11 @@ import pytest
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import AudioConfig, LlmConfig
 from iris_voice.events import EventBus, SpeechEnded, Transcript
-from iris_voice.listener import Listener
-from iris_voice.llm.loop import ChatLoop
-from iris_voice.pipeline import VoicePipeline
-from iris_voice.speaker import ReplySpeaker
-from iris_voice.stt_stream import DecodeSession, StreamingTranscriber, join_texts
+from iris_voice.voice.listener import Listener
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.voice.pipeline import VoicePipeline
+from iris_voice.voice.speaker import ReplySpeaker
+from iris_voice.speech.stt_stream import IncrementalSession, StreamingTranscriber, join_texts
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 from tests.fakes_audio import (
@@ -71,7 +71,7 @@ class FakeDecoder:
 class Feeder:
     """Feeds a session numbered frames: ``speech(s)`` / ``silence(s)``."""
 
-    def __init__(self, session: DecodeSession) -> None:
+    def __init__(self, session: IncrementalSession) -> None:
         self.session = session
         self.n = 0
 
@@ -105,7 +105,7 @@ def tiles(text: str, dec: FakeDecoder, frames_fed: int) -> bool:
 
 async def test_a_short_utterance_is_decoded_once_after_it_ends():
     dec = FakeDecoder()
-    s = DecodeSession(dec, min_chunk_s=2.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)
     f = Feeder(s)
     f.speech(0.6), f.silence(0.2), f.speech(0.8)  # a pause, but before 2 s of audio
     await settle()
@@ -117,7 +117,7 @@ async def test_a_short_utterance_is_decoded_once_after_it_ends():
 
 async def test_a_pause_after_enough_audio_commits_a_prefix_and_only_the_tail_is_left():
     dec = FakeDecoder()
-    s = DecodeSession(dec, min_chunk_s=2.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)
     f = Feeder(s)
     f.speech(2.4)
     f.silence(0.1)  # shorter than a pause: no cut
@@ -140,7 +140,7 @@ async def test_a_pause_after_enough_audio_commits_a_prefix_and_only_the_tail_is_
 
 async def test_at_most_one_decode_is_in_flight_and_busy_pauses_are_skipped():
     dec = FakeDecoder(hold=True)
-    s = DecodeSession(dec, min_chunk_s=1.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=1.0, pause_s=0.15)
     f = Feeder(s)
     for _ in range(4):  # four pauses, each after more than 1 s of speech
         f.speech(1.2), f.silence(0.2)
@@ -156,7 +156,7 @@ async def test_at_most_one_decode_is_in_flight_and_busy_pauses_are_skipped():
 
 async def test_cancel_drops_the_running_decode_and_starts_no_other():
     dec = FakeDecoder(hold=True)
-    s = DecodeSession(dec, min_chunk_s=1.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=1.0, pause_s=0.15)
     f = Feeder(s)
     f.speech(1.2), f.silence(0.2)
     await settle()
@@ -172,7 +172,7 @@ async def test_cancel_drops_the_running_decode_and_starts_no_other():
 
 async def test_the_last_pause_starts_the_decode_before_the_end_and_the_silent_tail_is_skipped():
     dec = FakeDecoder()
-    s = DecodeSession(dec, min_chunk_s=2.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)
     f = Feeder(s)
     f.speech(2.5), f.silence(0.32)  # the hangover: the pause at 0.15 s already started a decode
     text = await s.finish()
@@ -183,7 +183,7 @@ async def test_the_last_pause_starts_the_decode_before_the_end_and_the_silent_ta
 
 async def test_a_failed_partial_decode_falls_back_to_one_pass():
     dec = FakeDecoder(fail_first=True)
-    s = DecodeSession(dec, min_chunk_s=1.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=1.0, pause_s=0.15)
     f = Feeder(s)
     f.speech(1.2), f.silence(0.2), f.speech(1.2), f.silence(0.2)
     await settle()
@@ -194,7 +194,7 @@ async def test_a_failed_partial_decode_falls_back_to_one_pass():
 
 async def test_a_piece_needs_speech_in_it():
     dec = FakeDecoder()
-    s = DecodeSession(dec, min_chunk_s=1.0, pause_s=0.15)
+    s = IncrementalSession(dec, min_chunk_s=1.0, pause_s=0.15)
     f = Feeder(s)
     f.silence(1.5), f.speech(0.1), f.silence(0.3)  # pre-roll silence and a click
     await settle()
@@ -246,12 +246,12 @@ async def test_the_pipeline_decodes_a_long_question_while_it_is_spoken():
 
 
 async def test_an_abandoned_capture_cancels_its_session():
-    opened: list[DecodeSession] = []
+    opened: list[IncrementalSession] = []
     inner = FakePromptedStt()
     stt = StreamingTranscriber(inner, min_chunk_s=1.0, pause_s=0.15)
     original = stt.open_session
 
-    def spy() -> DecodeSession:
+    def spy() -> IncrementalSession:
         opened.append(original())
         return opened[-1]
 
@@ -266,7 +266,7 @@ async def test_an_abandoned_capture_cancels_its_session():
 @pytest.mark.parametrize("incremental", [False, True])
 def test_the_engines_wrap_whisper_only_when_incremental(incremental):
     from iris_voice.config import Config, SttConfig
-    from iris_voice.engines import build_engines
+    from iris_voice.app.assembly import build_engines
 
     cfg = Config(stt=SttConfig(incremental=incremental, incremental_min_s=3.0, incremental_pause_ms=120))
     stt = build_engines(cfg, wake=False).stt

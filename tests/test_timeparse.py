@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 import pytz
 
-from iris_voice.tools.timeparse import parse_duration, parse_when, speak_duration
+from iris_voice.timers.parse import parse_duration, parse_when, speak_duration
 
 # --- parsing -------------------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from iris_voice.events import EventBus, TimerFinished
-from iris_voice.tools.timers import SystemClock, TimerService, TimerStore
+from iris_voice.timers.service import SystemClock, TimerService
+from iris_voice.timers.store import TimerStore
 from tests.fakes_clock import FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +24,9 @@ CHILD = textwrap.dedent(
     """
     import asyncio, os, signal, sys
     from iris_voice.tools.registry import ToolRegistry
-    from iris_voice.tools.timers import TimerService, TimerStore, make_timer_tools
+    from iris_voice.timers.service import TimerService
+    from iris_voice.timers.store import TimerStore
+    from iris_voice.tools.builtin.timers import make_timer_tools
 
     async def main():
         service = TimerService(TimerStore(), lambda event: None)  # default path: $XDG_STATE_HOME

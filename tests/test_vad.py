@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iris_voice.audio.vad import (
+from iris_voice.speech.vad import (
     NoSpeech,
     Segmenter,
     SegmenterState,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.pipeline import UNREACHABLE
+from iris_voice.voice.pipeline import UNREACHABLE
 from tests.voice_helpers import ask, heard
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _set_timer(iris, label: str, seconds: int) -> None:
-    cmd = [sys.executable, "-m", "iris_voice.cli", "tools", "call", "set_timer",
+    cmd = [sys.executable, "-m", "iris_voice.cli.main", "tools", "call", "set_timer",
            f'{{"duration": "{seconds} seconds", "label": "{label}"}}']  # fmt: skip
     subprocess.run(cmd, env=iris.env(), cwd=ROOT, check=True, capture_output=True, timeout=60)
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from iris_voice.events import EventBus, TimerFinished
-from iris_voice.tools.timers import TimerService, TimerStore
+from iris_voice.timers.service import TimerService
+from iris_voice.timers.store import TimerStore
 from tests.fakes_clock import FakeClock
 
 IDLE = 100_000.0

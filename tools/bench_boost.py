@@ -38,13 +38,13 @@ sys.path.insert(0, str(ROOT))
 import pytz  # noqa: E402
 
 from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig  # noqa: E402
-from iris_voice.llm.boost import BoostLoop, planner_backend  # noqa: E402
+from iris_voice.conversation.boost import BoostLoop, planner_backend  # noqa: E402
 from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.llm.loop import ChatLoop  # noqa: E402
+from iris_voice.conversation.chat import ChatLoop  # noqa: E402
 from iris_voice.llm.openai_client import OpenAIBackend  # noqa: E402
-from iris_voice.llm.trace import TurnTrace  # noqa: E402
+from iris_voice.conversation.trace import TurnTrace  # noqa: E402
 from iris_voice.tools.builtin import build_registry  # noqa: E402
-from iris_voice.tools.timers import TimerStore  # noqa: E402
+from iris_voice.timers.store import TimerStore  # noqa: E402
 
 
 def hours_spoken(reply: str) -> set[int]:

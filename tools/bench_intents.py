@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from iris_voice.intents import IntentMatcher  # noqa: E402
+from iris_voice.conversation.fastpath import IntentMatcher  # noqa: E402
 
 COMMANDS = [
     "what time is it", "What time is it in Tokyo?", "what's the time in new york right now",

@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 from iris_voice.config import Config, LlmConfig, McpServerConfig, ToolsConfig  # noqa: E402
 from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.llm.loop import ChatLoop  # noqa: E402
-from iris_voice.llm.render import render  # noqa: E402
+from iris_voice.conversation.chat import ChatLoop  # noqa: E402
+from iris_voice.tools.render import render  # noqa: E402
 from iris_voice.tools.builtin import build_registry  # noqa: E402
-from iris_voice.tools.mcp import McpManager, with_mcp_hint  # noqa: E402
+from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint  # noqa: E402
 from iris_voice.tools.registry import ToolRegistry  # noqa: E402
 
 PY = sys.executable

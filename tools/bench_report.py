@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from iris_voice.status import percentile
+from iris_voice.app.commands import percentile
 from tools.bench_checks import correct
 from tools.fixtures import BENCH
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from iris_voice.tools.timers import TimerService
-from iris_voice.tools.timerstore import TimerRow
+from iris_voice.timers.service import TimerService
+from iris_voice.timers.store import TimerRow
 
 PASTA = "pasta"
 PASTA_S = 8 * 60

@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
-from iris_voice.audio.vad import SileroDetector  # noqa: E402
-from iris_voice.audio.wake import OpenWakeWordDetector  # noqa: E402
+from iris_voice.speech.vad import SileroDetector  # noqa: E402
+from iris_voice.speech.wake import OpenWakeWordDetector  # noqa: E402
 from iris_voice.config import SttConfig, TtsConfig, WakeConfig  # noqa: E402
-from iris_voice.stt import FasterWhisperTranscriber  # noqa: E402
-from iris_voice.tts import PiperSynthesizer  # noqa: E402
+from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
+from iris_voice.speech.tts import PiperSynthesizer  # noqa: E402
 from tools.fixtures import ensure_fixtures, load_manifest, read_wav  # noqa: E402
 
 FRAME_MS = 1000 * FRAME_SAMPLES / SAMPLE_RATE

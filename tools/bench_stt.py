@@ -3,7 +3,7 @@
 Each spoken utterance is played in real time (one 32 ms frame every 32 ms) through
 IRIS's own ``Listener`` with the real Silero VAD, twice in the same run: once decoded
 in one pass after the endpointer decides (today's path), once with a
-``stt_stream.DecodeSession`` fed while it is spoken. Printed per group (short questions,
+``stt_stream.IncrementalSession`` fed while it is spoken. Printed per group (short questions,
 long multi-sentence utterances made by joining fixtures with natural pauses):
 
 - WER of each mode against the reference text (pooled: edits / reference words), and
@@ -30,11 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
-from iris_voice.audio.vad import SileroDetector  # noqa: E402
+from iris_voice.speech.vad import SileroDetector  # noqa: E402
 from iris_voice.config import AudioConfig, SttConfig  # noqa: E402
-from iris_voice.listener import Listener, Utterance  # noqa: E402
-from iris_voice.stt import FasterWhisperTranscriber  # noqa: E402
-from iris_voice.stt_stream import StreamingTranscriber  # noqa: E402
+from iris_voice.voice.listener import Listener, Utterance  # noqa: E402
+from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
+from iris_voice.speech.stt_stream import StreamingTranscriber  # noqa: E402
 from tools.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav  # noqa: E402
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE

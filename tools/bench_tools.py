@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from iris_voice.config import Config, LlmConfig, ToolsConfig  # noqa: E402
 from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.llm.loop import ChatLoop  # noqa: E402
-from iris_voice.llm.render import FORMATS, render  # noqa: E402
+from iris_voice.conversation.chat import ChatLoop  # noqa: E402
+from iris_voice.tools.render import FORMATS, render  # noqa: E402
 from iris_voice.tools.builtin import build_registry  # noqa: E402
 
 T, C, S, L, X, R = (

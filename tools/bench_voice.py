@@ -46,7 +46,7 @@ MODES = ("file", "naive", "live")
 async def endpoint(cfg: Config, engines, wav: Path):
     """The utterance IRIS's listener cuts from a file (the naive pipeline gets the same)."""
     from iris_voice.audio.files import WavSource
-    from iris_voice.listener import Listener
+    from iris_voice.voice.listener import Listener
 
     queue: asyncio.Queue = asyncio.Queue(4)
     engines.vad.reset()
@@ -62,7 +62,7 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
     import httpx
     import ollama
 
-    from iris_voice.filemode import FileTurns
+    from iris_voice.app.filemode import FileTurns
     from iris_voice.tools.builtin import build_registry
     from tools.naive_pipeline import NaivePipeline
 
@@ -110,8 +110,8 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
     """The daemon on virtual devices: first audio measured on the speaker; idle CPU %."""
     import numpy as np
 
-    from iris_voice.tools.timers import TimerService
-    from iris_voice.tools.timerstore import TimerStore
+    from iris_voice.timers.service import TimerService
+    from iris_voice.timers.store import TimerStore
     from tools.audiobed import VirtualAudio
     from tools.voicebed import LiveDaemon
 

@@ -109,7 +109,7 @@ def check_config() -> str:
 
 
 def models_present() -> str:
-    """Every file iris_voice.models looks for under /usr/share/iris/models."""
+    """Every file iris_voice.speech.model_files looks for under /usr/share/iris/models."""
     missing = [f for f in MODEL_FILES if not (MODELS / f).is_file()]
     if missing:
         raise Fail(f"missing: {', '.join(missing)}")

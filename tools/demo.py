@@ -49,7 +49,7 @@ def show(name: str, turn: dict, out: Path) -> None:
 
 async def run(cfg: config_mod.Config) -> int:
     """Answer each question; non-zero when one could not be answered."""
-    from iris_voice.filemode import FileTurns
+    from iris_voice.app.filemode import FileTurns
     from tools.fixtures import fixture
 
     turns = FileTurns(cfg)

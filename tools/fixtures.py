@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from iris_voice.models import cache_dir
+from iris_voice.speech.model_files import cache_dir
 
 RATE = 16000
 """Sample rate of every fixture."""
@@ -253,7 +253,7 @@ def _generate(target: Path, espeak: bool) -> dict[str, Any]:
     import onnxruntime
 
     from iris_voice.config import TtsConfig
-    from iris_voice.tts import PiperSynthesizer
+    from iris_voice.speech.tts import PiperSynthesizer
 
     onnxruntime.set_seed(SEED)  # before the voice's session is created
     synth = PiperSynthesizer(TtsConfig())  # the packaged joe voice

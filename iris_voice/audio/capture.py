@@ -23,7 +23,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.resample import StreamResampler, to_int16
 from iris_voice.config import AudioConfig
-from iris_voice.errors import AudioError
+from iris_voice.errors import Code, AudioError
 from iris_voice.events import AudioDeviceProblem, Event
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ class MicCapture:
             except sd.PortAudioError as exc:
                 if stream is not None:
                     stream.close(ignore_errors=True)
-                raise AudioError("audio-device-failed", f"cannot open {device.name!r}: {exc}") from None
+                raise AudioError(Code.AUDIO_DEVICE_FAILED, f"cannot open {device.name!r}: {exc}") from None
         self._stream, self.device, self.stream_rate, self.stream_channels = stream, device, rate, channels
         log.info(
             "microphone: %s (index %d) at %d Hz, %d channel(s)", device.name, device.index, rate, channels

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
-from iris_voice.errors import AudioError
+from iris_voice.errors import Code, AudioError
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,10 @@ def sounddevice() -> ModuleType:
         import sounddevice as sd
     except OSError as exc:  # sounddevice raises OSError when libportaudio is not found
         raise AudioError(
-            "audio-unavailable", f"PortAudio is not installed (apt install libportaudio2): {exc}"
+            Code.AUDIO_UNAVAILABLE, f"PortAudio is not installed (apt install libportaudio2): {exc}"
         ) from None
     except ImportError as exc:
-        raise AudioError("audio-unavailable", f"the sounddevice package is missing: {exc}") from None
+        raise AudioError(Code.AUDIO_UNAVAILABLE, f"the sounddevice package is missing: {exc}") from None
     return sd
 
 

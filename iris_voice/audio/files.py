@@ -12,14 +12,14 @@ import asyncio
 import os
 import time
 import wave
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.resample import resample, to_int16
-from iris_voice.errors import AudioError
+from iris_voice.errors import Code, AudioError
 
 
 def read_wav(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
@@ -32,9 +32,9 @@ def read_wav(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
             channels, width, rate = w.getnchannels(), w.getsampwidth(), w.getframerate()
             raw = w.readframes(w.getnframes())
     except FileNotFoundError:
-        raise AudioError("audio-file-invalid", f"{path}: no such file") from None
+        raise AudioError(Code.AUDIO_FILE_INVALID, f"{path}: no such file") from None
     except (wave.Error, EOFError, OSError) as exc:
-        raise AudioError("audio-file-invalid", f"{path}: not a PCM WAV file ({exc})") from None
+        raise AudioError(Code.AUDIO_FILE_INVALID, f"{path}: not a PCM WAV file ({exc})") from None
     if width == 1:  # 8-bit WAV is unsigned
         x = (np.frombuffer(raw, np.uint8).astype(np.int16) - 128) << 8
     elif width == 2:
@@ -45,24 +45,39 @@ def read_wav(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:
     elif width == 4:
         x = (np.frombuffer(raw, "<i4") >> 16).astype(np.int16)
     else:
-        raise AudioError("audio-file-invalid", f"{path}: unsupported sample width {width * 8} bits")
+        raise AudioError(Code.AUDIO_FILE_INVALID, f"{path}: unsupported sample width {width * 8} bits")
     x = x[: len(x) - len(x) % channels].reshape(-1, channels)
     return to_int16(x), rate
 
 
 class WavSource:
-    """An ``AudioSource`` reading a WAV file: 16 kHz mono int16 frames of FRAME_SAMPLES."""
+    """An ``AudioSource`` reading a WAV file: 16 kHz mono int16 frames of FRAME_SAMPLES.
+
+    Frames come as fast as the consumer takes them, one per 32 ms of wall-clock time with
+    ``realtime`` (like a microphone), or paced by ``pace``: while ``pace()`` is true the
+    frames keep real time, otherwise they are fast-forwarded. File mode paces while a
+    question is being captured or answered, so the file plays out as it would have
+    reached a running daemon (decodes overlap speech, a question that follows waits for
+    the answer before it) while silence in between costs nothing.
+    """
 
     def __init__(
-        self, path: str | os.PathLike[str], trailing_silence_s: float = 1.0, realtime: bool = False
+        self,
+        path: str | os.PathLike[str],
+        trailing_silence_s: float = 1.0,
+        realtime: bool = False,
+        pace: Callable[[], bool] | None = None,
     ) -> None:
         self.path = Path(path)
         self.trailing_silence_s = trailing_silence_s
         """Silence appended after the recording, so a VAD sees the speech end."""
         self.realtime = realtime
         """Yield one frame per 32 ms of wall-clock time, like a microphone."""
+        self.pace = pace
+        """While it returns True, frames keep real time (see the class notes)."""
         self.duration_s = 0.0
         """Length of the recording itself (set once reading started)."""
+        self._closed = False
 
     async def frames(self) -> AsyncIterator[np.ndarray]:
         """The recording, resampled to 16 kHz, then the trailing silence, then the end."""
@@ -74,13 +89,23 @@ class WavSource:
         total = -(-(len(samples) + silence) // FRAME_SAMPLES) * FRAME_SAMPLES
         padded = np.zeros(total, dtype=np.int16)
         padded[: len(samples)] = samples
-        start = time.monotonic()
+        anchor: tuple[float, int] | None = None  # (wall clock, sample) where real time resumed
         for i in range(0, total, FRAME_SAMPLES):
-            if self.realtime:
-                await asyncio.sleep(max(0.0, start + i / SAMPLE_RATE - time.monotonic()))
+            if self._closed:
+                return
+            if self.realtime or (self.pace is not None and self.pace()):
+                if anchor is None:
+                    anchor = (time.monotonic(), i)
+                due = anchor[0] + (i - anchor[1]) / SAMPLE_RATE
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
             else:
+                anchor = None
                 await asyncio.sleep(0)  # let the consumer's other tasks run between frames
             yield padded[i : i + FRAME_SAMPLES].copy()
+
+    def close(self) -> None:
+        """End the frames early."""
+        self._closed = True
 
 
 class WavSink:
@@ -120,6 +145,10 @@ class WavSink:
             self._wav.setframerate(self.sample_rate or SAMPLE_RATE)
         self._wav.writeframes(samples.astype("<i2").tobytes())
         self._written += len(samples)
+
+    async def open(self) -> bool:
+        """Nothing to open before the first chunk."""
+        return True
 
     async def drain(self) -> None:
         """Nothing to wait for: every chunk is written when ``play`` returns."""

@@ -34,7 +34,7 @@ from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.resample import resample, to_int16
 from iris_voice.config import AudioConfig
-from iris_voice.errors import AudioError
+from iris_voice.errors import Code, AudioError
 from iris_voice.events import AudioDeviceProblem, Event
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ class SpeakerSink:
             except sd.PortAudioError as exc:
                 if stream is not None:
                     stream.close(ignore_errors=True)
-                raise AudioError("audio-device-failed", f"cannot open {device.name!r}: {exc}") from None
+                raise AudioError(Code.AUDIO_DEVICE_FAILED, f"cannot open {device.name!r}: {exc}") from None
         self._gen += 1
         self.device, self.stream_rate, self.stream_latency = device, rate, float(stream.latency)
         self._writer = threading.Thread(

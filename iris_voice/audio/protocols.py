@@ -1,7 +1,8 @@
-"""The Protocols of the audio stages, so the pipeline never imports an engine.
+"""The Protocols of the audio devices, so the pipeline never imports an engine.
 
 Frames are int16 mono numpy arrays at 16 kHz of ``FRAME_SAMPLES`` samples, as the
-capture stage delivers them.
+capture stage delivers them. The speech engines' Protocols (VAD, wake word, STT, TTS)
+sit beside their adapters in ``iris_voice.speech``.
 """
 
 from __future__ import annotations
@@ -12,33 +13,6 @@ from typing import Protocol
 import numpy as np
 
 
-class SpeechDetector(Protocol):
-    """Voice activity: the probability that a frame contains speech."""
-
-    async def probability(self, frame: np.ndarray) -> float:
-        """Speech probability 0..1 of one frame (int16, FRAME_SAMPLES samples)."""
-        ...
-
-    def reset(self) -> None:
-        """Forget the recurrent state (between utterances)."""
-        ...
-
-
-class WakeDetector(Protocol):
-    """Spots the wake word in a stream of frames."""
-
-    name: str
-    """The wake word model, e.g. ``hey_jarvis``."""
-
-    async def process(self, frame: np.ndarray) -> float:
-        """Feed one frame (int16); the highest wake-word score seen in it, 0..1."""
-        ...
-
-    def reset(self) -> None:
-        """Forget buffered audio (after a detection, so one phrase fires once)."""
-        ...
-
-
 class AudioSource(Protocol):
     """Where frames come from: a microphone or a file."""
 
@@ -46,9 +20,22 @@ class AudioSource(Protocol):
         """int16 frames of FRAME_SAMPLES at 16 kHz, until the source ends or is closed."""
         ...
 
+    def close(self) -> None:
+        """Release the device (the iterator ends); safe to call twice."""
+        ...
+
 
 class AudioSink(Protocol):
     """Where speech goes: a speaker or a file. Playback can be cut off at once."""
+
+    first_sample_at: float | None
+    """``time.monotonic()`` when the latest burst of audio reached the device (None: never);
+    a speaker knows it a few ms after ``play`` returned, a file at once."""
+
+    async def open(self) -> bool:
+        """Get ready to play now (a speaker opens its stream), so the first reply does not
+        wait for it; False when the device failed (``play`` will retry)."""
+        ...
 
     async def play(self, chunk: np.ndarray, sample_rate: int) -> None:
         """Queue int16 mono samples; returns when they are accepted (not played)."""
@@ -64,4 +51,8 @@ class AudioSink(Protocol):
 
     def played_seconds(self) -> float:
         """Seconds of audio actually played since the sink was opened (a running total)."""
+        ...
+
+    def close(self) -> None:
+        """Release the device or finish the file."""
         ...

@@ -1,0 +1,1 @@
+"""Language-model backends (Ollama, OpenAI-compatible) and reading what a model writes."""

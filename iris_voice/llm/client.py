@@ -16,7 +16,7 @@ import httpx
 import ollama
 
 from iris_voice.config import LlmConfig
-from iris_voice.errors import LlmError
+from iris_voice.errors import Code, LlmError
 
 log = logging.getLogger(__name__)
 
@@ -84,24 +84,24 @@ def translate(exc: BaseException, host: str, model: str) -> LlmError:
         return exc
     if isinstance(exc, ConnectionError | httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError):
         return LlmError(
-            "llm-unreachable",
+            Code.LLM_UNREACHABLE,
             f"cannot reach the Ollama server at {host}: start it with 'ollama serve' "
             "or set llm.host / OLLAMA_HOST to where it runs",
         )
     if isinstance(exc, httpx.TimeoutException):
         return LlmError(
-            "llm-timeout", f"the Ollama server at {host} did not answer in time ({type(exc).__name__})"
+            Code.LLM_TIMEOUT, f"the Ollama server at {host} did not answer in time ({type(exc).__name__})"
         )
     if isinstance(exc, ollama.ResponseError):
         text = str(exc.error)
         if exc.status_code == 404 or "not found" in text:
             return LlmError(
-                "llm-model-missing", f"model {model!r} is not on {host}: run 'ollama pull {model}'"
+                Code.LLM_MODEL_MISSING, f"model {model!r} is not on {host}: run 'ollama pull {model}'"
             )
         if "does not support tools" in text:
-            return LlmError("llm-no-tools", f"model {model!r} does not support tools ({text})")
-        return LlmError("llm-error", f"the Ollama server at {host} answered {exc.status_code}: {text}")
-    return LlmError("llm-error", f"unexpected error talking to {host}: {type(exc).__name__}: {exc}")
+            return LlmError(Code.LLM_NO_TOOLS, f"model {model!r} does not support tools ({text})")
+        return LlmError(Code.LLM_ERROR, f"the Ollama server at {host} answered {exc.status_code}: {text}")
+    return LlmError(Code.LLM_ERROR, f"unexpected error talking to {host}: {type(exc).__name__}: {exc}")
 
 
 class OllamaBackend:

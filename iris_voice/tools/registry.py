@@ -16,8 +16,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -77,7 +77,12 @@ def spoken(result: str) -> str:
 
 @dataclass(frozen=True)
 class Tool:
-    """A registered tool: its spec, how to validate arguments and how to run it."""
+    """A registered tool: its spec, how to validate arguments and how to run it, and the
+    traits it declares for the rest of IRIS (direct return, trigger words, intents).
+
+    A tool declares itself once, here; configuration may only override
+    (``llm.direct_return``, ``tools.enabled``/``disabled``).
+    """
 
     spec: ToolSpec
     """Name, description and JSON Schema."""
@@ -90,6 +95,11 @@ class Tool:
     model go in parentheses, which ``spoken`` leaves out."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Free-form facts for listings (source server, category)."""
+    words: tuple[str, ...] = ()
+    """Regex alternations of words that suggest a request may need this tool ("timer|alarm"),
+    beyond its name: boost's ``when = "tools"`` sends such requests to the planner."""
+    intents: Mapping[str, Any] = field(default_factory=dict)
+    """Fast-path intents this tool answers: intent name → ``tools.intents.IntentHandler``."""
 
     @property
     def name(self) -> str:
@@ -169,12 +179,21 @@ def tool_from_function(
     name: str | None = None,
     description: str | None = None,
     direct_return: bool = False,
+    words: Iterable[str] = (),
+    intents: Mapping[str, Any] | None = None,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
     model = model_from_function(func, tname)
     spec = ToolSpec(tname, description or describe(func), compact_schema(model.model_json_schema()))
-    return Tool(spec=spec, handler=func, model=model, direct_return=direct_return)
+    return Tool(
+        spec=spec,
+        handler=func,
+        model=model,
+        direct_return=direct_return,
+        words=tuple(words),
+        intents=dict(intents or {}),
+    )
 
 
 def format_validation_error(name: str, exc: ValidationError) -> str:
@@ -237,11 +256,27 @@ class ToolRegistry:
         """Specs of every tool, for a renderer."""
         return [t.spec for t in self._tools.values()]
 
-    def filtered(self, enabled: Iterable[str] | None = None, disabled: Iterable[str] = ()) -> ToolRegistry:
-        """A registry holding only the enabled (or all but the disabled) tools."""
+    def filtered(
+        self,
+        enabled: Iterable[str] | None = None,
+        disabled: Iterable[str] = (),
+        direct_return: Iterable[str] | None = None,
+    ) -> ToolRegistry:
+        """A registry holding only the enabled (or all but the disabled) tools; with
+        ``direct_return``, exactly those tools speak their own answer (an override of what
+        each tool declares)."""
         keep = set(enabled) if enabled is not None else set(self._tools)
         drop = set(disabled)
-        return ToolRegistry(t for n, t in self._tools.items() if n in keep and n not in drop)
+        direct = set(direct_return) if direct_return is not None else None
+        return ToolRegistry(
+            t if direct is None else replace(t, direct_return=t.name in direct)
+            for n, t in self._tools.items()
+            if n in keep and n not in drop
+        )
+
+    def intents(self) -> dict[str, Any]:
+        """Every fast-path intent the tools declare: intent name → handler."""
+        return {name: handler for t in self._tools.values() for name, handler in t.intents.items()}
 
     async def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
         """Validate and run one call; every failure becomes an ``Error: …`` result."""

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from iris_voice.config import McpServerConfig
-from iris_voice.tools.mcp import EXECUTE_TOOL, McpManager
+from iris_voice.tools.mcp.manager import EXECUTE_TOOL, McpManager
 from iris_voice.tools.registry import ToolRegistry, ToolResult
 
 FLAKY = str(Path(__file__).parent / "flaky_server.py")

@@ -1,0 +1,186 @@
+"""One assembly: every part of IRIS built from a ``Config``, the same for every entry point.
+
+The daemon, ``iris ask`` (typed or ``--wav``), ``iris tools``, the demo and the
+benchmarks all get their parts here — timers, tools, MCP servers, the responder and,
+for voice, the speech engines — so they cannot drift apart. This is the only module
+that knows which adapter implements which stage; heavy imports (faster-whisper, Piper,
+onnxruntime, the MCP SDK) happen only when a part is wanted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from iris_voice.app import checks
+from iris_voice.config import Config
+from iris_voice.conversation.responder import Assistant, build_responder
+from iris_voice.events import EventBus
+from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.speech.stt import Transcriber
+from iris_voice.speech.tts import Synthesizer
+from iris_voice.speech.vad import SpeechDetector
+from iris_voice.speech.wake import WakeDetector
+from iris_voice.timers.service import TimerService
+from iris_voice.timers.store import TimerStore
+from iris_voice.tools.builtin import build_registry
+from iris_voice.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
+    from iris_voice.tools.mcp.manager import McpManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Engines:
+    """The model-backed stages of a voice pipeline."""
+
+    stt: Transcriber
+    tts: Synthesizer
+    vad: SpeechDetector
+    wake: WakeDetector | None
+
+
+def needs_wake_word(cfg: Config) -> bool:
+    """The wake-word model runs for wake-word activation or wake-word barge-in."""
+    return cfg.audio.activation == "wake_word" or cfg.audio.barge_in == "wake_word"
+
+
+def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
+    """Construct (not yet load) the STT, TTS, VAD and wake-word adapters."""
+    from iris_voice.speech.stt import FasterWhisperTranscriber
+    from iris_voice.speech.tts import PiperSynthesizer
+    from iris_voice.speech.vad import SileroDetector
+
+    detector = None
+    if needs_wake_word(cfg) if wake is None else wake:
+        from iris_voice.speech.wake import OpenWakeWordDetector
+
+        detector = OpenWakeWordDetector(cfg.wake)
+    stt: Transcriber = FasterWhisperTranscriber(cfg.stt)
+    if cfg.stt.incremental:
+        from iris_voice.speech.stt_stream import StreamingTranscriber
+
+        stt = StreamingTranscriber(stt, cfg.stt.incremental_min_s, cfg.stt.incremental_pause_ms / 1000)
+    return Engines(stt, PiperSynthesizer(cfg.tts), SileroDetector(), detector)
+
+
+async def warm_up(engines: Engines) -> dict[str, float]:
+    """Load and exercise every model side by side; milliseconds each took."""
+    took: dict[str, float] = {}
+
+    async def timed(name: str, coro: Any) -> None:
+        t0 = time.perf_counter()
+        await coro
+        took[name] = round((time.perf_counter() - t0) * 1000, 1)
+
+    jobs = [timed("stt", engines.stt.warmup()), timed("tts", engines.tts.warmup())]
+    jobs.append(timed("vad", engines.vad.warmup()))
+    if engines.wake is not None:
+        jobs.append(timed("wake", engines.wake.warmup()))
+    await asyncio.gather(*jobs)
+    log.info("speech models ready: stt %s (%.0f ms), tts %s (%.0f ms)",
+             engines.stt.name, took["stt"], engines.tts.name, took["tts"])  # fmt: skip
+    return took
+
+
+@dataclass
+class App:
+    """Every part of an assembled IRIS (see ``build_app``)."""
+
+    cfg: Config
+    """The configuration as the parts see it (with the MCP hint in the system prompt)."""
+    bus: EventBus
+    """Where every part publishes."""
+    timers: TimerService
+    """Timers and reminders (its ``run`` fires them; only the daemon runs it)."""
+    registry: ToolRegistry
+    """Built-in tools, and MCP tools once their servers list them."""
+    responder: Assistant
+    """Answers turns in one conversation."""
+    backend: OllamaBackend
+    """The model server, for health probes (``iris status``, ``iris doctor``)."""
+    mcp: McpManager | None = None
+    """The MCP servers (None when none is configured)."""
+    engines: Engines | None = None
+    """The speech engines (voice entry points only)."""
+    _closed: bool = field(default=False, repr=False)
+
+    async def start_mcp(self, task_group: asyncio.TaskGroup | None = None, *, wait: bool = False) -> None:
+        """Start the MCP servers in the background (in ``task_group``: the daemon's), or for
+        a one-shot command, ``wait`` until each is ready or failed once."""
+        if self.mcp is None:
+            return
+        await self.mcp.start(task_group)
+        if wait:
+            await self.mcp.wait_settled()
+
+    async def close(self, timeout: float = 8.0) -> None:
+        """Stop the MCP servers and close the timer store (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.mcp is not None:
+            await self.mcp.stop(timeout=timeout)
+        self.timers.store.close()
+
+
+def build_app(
+    cfg: Config,
+    *,
+    speech: bool = False,
+    wake: bool | None = None,
+    engines: Engines | None = None,
+    backend: ChatBackend | None = None,
+    bus: EventBus | None = None,
+    errlog: TextIO | None = None,
+) -> App:
+    """Check ``cfg`` (``checks``) and build every part; nothing is started or loaded yet.
+
+    ``speech`` adds the speech engines (``engines`` given ones; ``wake`` overrides whether
+    the wake-word model is built); ``backend`` replaces the Ollama server (tests); MCP
+    servers' stderr goes to ``errlog`` (default: IRIS's).
+    """
+    checks.check(cfg, speech=speech and engines is None)
+    bus = bus or EventBus()
+    store = TimerStore(Path(cfg.tools.timers_db).expanduser() if cfg.tools.timers_db else None)
+    timers = TimerService(store, bus.publish, tz_name=cfg.tools.timezone or None)
+    registry = build_registry(cfg, timers)
+    mcp = None
+    if cfg.mcp.active():
+        from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint
+
+        mcp = McpManager(cfg.mcp, errlog=errlog)
+        mcp.register(registry)
+        cfg = cfg.model_copy(update={"llm": with_mcp_hint(cfg.llm, mcp)})
+    responder = build_responder(cfg, registry, publish=bus.publish, backend=backend)
+    if speech and engines is None:
+        engines = build_engines(cfg, wake)
+    return App(cfg, bus, timers, registry, responder, OllamaBackend(cfg.llm), mcp, engines)
+
+
+@contextlib.asynccontextmanager
+async def open_app(
+    cfg: Config,
+    *,
+    speech: bool = False,
+    wait_mcp: bool = True,
+    errlog: TextIO | None = None,
+    **kwargs: Any,
+) -> AsyncIterator[App]:
+    """``build_app`` for a one-shot command: MCP servers started (and waited for, so their
+    tools are listed) on entry, everything stopped on exit."""
+    app = build_app(cfg, speech=speech, errlog=errlog, **kwargs)
+    try:
+        await app.start_mcp(wait=wait_mcp)
+        yield app
+    finally:
+        await app.close()
+

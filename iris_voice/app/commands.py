@@ -1,0 +1,197 @@
+"""The daemon's control commands (``iris status|listen|stop|mute|say|ask|timers|forget``)
+and the figures ``iris status`` reports.
+
+``ControlCommands`` gets each collaborator it uses by name — the pipeline, the
+conversation, the timers, the alarms, the model server and its health — never the
+whole daemon, so a command's reach is visible in its constructor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from iris_voice import __version__
+from iris_voice.app.assembly import Engines
+from iris_voice.app.control import Handler
+from iris_voice.config import Config
+from iris_voice.conversation.history import Conversation
+from iris_voice.errors import Code, IrisError, LlmError, ToolError
+from iris_voice.llm.client import OllamaBackend
+from iris_voice.timers.service import TimerService
+from iris_voice.voice.alarms import AlarmAnnouncer
+from iris_voice.voice.listener import ListenMode
+from iris_voice.voice.pipeline import VoicePipeline
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (0..100) by linear interpolation; None for no values."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 1)
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return round(cuts[min(98, max(0, round(q) - 1))], 1)
+
+
+@dataclass
+class LlmHealth:
+    """What IRIS last learned about its language-model server."""
+
+    reachable: bool | None = None
+    """None until the first attempt."""
+    error: str = ""
+    """The last failure, for ``iris status``."""
+
+
+class ControlCommands:
+    """Implements each control-socket command against the daemon's parts."""
+
+    def __init__(
+        self,
+        *,
+        cfg: Config,
+        pipeline: VoicePipeline,
+        conversation: Conversation,
+        timers: TimerService,
+        alarms: AlarmAnnouncer,
+        backend: OllamaBackend,
+        health: LlmHealth,
+        engines: Engines | None,
+        started: float,
+    ) -> None:
+        self.cfg = cfg
+        self.pipeline = pipeline
+        self.conversation = conversation
+        self.timers_service = timers
+        self.alarms = alarms
+        self.backend = backend
+        self.health = health
+        self.engines = engines
+        self.started = started
+
+    def handlers(self) -> dict[str, Handler]:
+        """Command name → coroutine, for ``ControlServer``."""
+        return {
+            "ping": self.ping, "status": self.status, "listen": self.listen, "stop": self.stop,
+            "mute": self.mute, "unmute": self.unmute, "say": self.say, "ask": self.ask,
+            "timers": self.timers, "forget": self.forget,
+        }  # fmt: skip
+
+    def snapshot(self) -> dict[str, Any]:
+        """State, models, uptime and latency figures (no network probe)."""
+        p, eng = self.pipeline, self.engines
+        turns = list(p.turns)
+        firsts = [t["first_audio_ms"] for t in turns if t.get("first_audio_ms") is not None]
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "state": str(p.state),
+            "muted": p.listener.mode == ListenMode.MUTED,
+            "activation": self.cfg.audio.activation,
+            "uptime_s": round(time.time() - self.started, 1),
+            "models": {
+                "stt": eng.stt.name if eng else None,
+                "tts": eng.tts.name if eng else None,
+                "wake": eng.wake.name if eng and eng.wake else None,
+                "llm": self.cfg.llm.model,
+            },
+            "llm": {"host": self.cfg.llm.host, "reachable": self.health.reachable, "error": self.health.error},
+            "timers": {"next_due": self.timers_service.next_due},
+            "alarm_ringing": self.alarms.ringing.message if self.alarms.ringing else None,
+            "first_audio_ms": {
+                "p50": percentile(firsts, 50),
+                "p95": percentile(firsts, 95),
+                "n": len(firsts),
+            },
+            "turn_count": p.turn_count,
+            "turns": turns[-5:],
+        }
+
+    async def ping(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """Liveness."""
+        return {"pid": os.getpid()}
+
+    async def status(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris status``: the snapshot, with the model server probed now."""
+        try:
+            version = await asyncio.wait_for(self.backend.version(), self.cfg.llm.connect_timeout_s + 1)
+            self.health.reachable, self.health.error = True, ""
+            probe = {"server_version": version}
+        except (LlmError, TimeoutError) as exc:
+            self.health.reachable = False
+            self.health.error = exc.message if isinstance(exc, LlmError) else "timed out"
+            probe = {}
+        snap = self.snapshot()
+        snap["llm"].update(probe)
+        return snap
+
+    async def listen(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris listen``: capture a question now (push-to-talk)."""
+        if self.pipeline.listener.mode == ListenMode.MUTED:
+            raise IrisError(Code.MUTED, "IRIS is muted; run 'iris unmute' first")
+        self.pipeline.listen()
+        return {"state": "listening"}
+
+    async def stop(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris stop``: silence speech and dismiss a ringing alarm."""
+        ringing = self.alarms.dismiss()
+        return {"stopped": self.pipeline.stop() or ringing}
+
+    async def mute(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris mute``: stop listening to the microphone."""
+        self.pipeline.listener.mute()
+        return {"muted": True}
+
+    async def unmute(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris unmute``."""
+        self.pipeline.listener.unmute()
+        return {"muted": False}
+
+    async def say(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris say TEXT``: speak the text."""
+        text = str(req.get("text") or "").strip()
+        if not text:
+            raise IrisError(Code.BAD_REQUEST, "say needs a text")
+        reply = await self.pipeline.announce(text)
+        return {"spoken": reply.spoken if reply else ""}
+
+    async def ask(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris ask TEXT``: a text turn in the daemon (its timers live here)."""
+        text = str(req.get("text") or "").strip()
+        if not text:
+            raise IrisError(Code.BAD_REQUEST, "ask needs a text")
+        try:
+            trace = await self.pipeline.ask_text(text, speak=bool(req.get("speak")))
+        except LlmError as exc:
+            raise IrisError(exc.code, exc.message) from None
+        return {"trace": trace}
+
+    async def forget(self, _req: dict[str, Any]) -> dict[str, Any]:
+        """``iris forget``: start a new conversation (the model forgets what was said)."""
+        turns = len(self.conversation)
+        self.conversation.reset()
+        return {"forgotten_turns": turns}
+
+    async def timers(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris timers [list|cancel WHICH]``."""
+        service = self.timers_service
+        if req.get("action") == "cancel":
+            try:
+                rows = await service.cancel(str(req.get("which") or ""))
+            except ToolError as exc:
+                raise IrisError(Code.TIMER_NOT_FOUND, exc.message) from None
+            return {"cancelled": [r.id for r in rows]}
+        now = service.clock.now()
+        rows = await service.list()
+        return {
+            "timers": [
+                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
+                 "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
+                for r in rows
+            ]
+        }  # fmt: skip

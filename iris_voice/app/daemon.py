@@ -1,0 +1,163 @@
+"""``iris run``: the voice daemon.
+
+Owns the lifecycle: the single-instance lock, warming the stages, one
+``asyncio.TaskGroup`` for every long-lived task (listening and turns, timers, alarms,
+MCP servers, reconnecting to the language model), SIGTERM/SIGINT, and ``sd_notify``
+READY=1 once the speech models are loaded, STOPPING=1 on the way out. Its parts come
+from the one assembly (``build_app``), all of them in ``__init__``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from typing import Any
+
+from iris_voice import __version__
+from iris_voice.app.assembly import Engines, build_app, needs_wake_word, warm_up
+from iris_voice.app.commands import ControlCommands, LlmHealth
+from iris_voice.app.control import ControlServer
+from iris_voice.app.runtime import InstanceLock, sd_notify
+from iris_voice.audio.chime import chime
+from iris_voice.audio.protocols import AudioSink, AudioSource
+from iris_voice.config import Config
+from iris_voice.errors import LlmError
+from iris_voice.events import LlmUnavailable
+from iris_voice.voice.alarms import AlarmAnnouncer
+from iris_voice.voice.listener import Listener
+from iris_voice.voice.pipeline import VoicePipeline
+from iris_voice.voice.speaker import ReplySpeaker
+
+log = logging.getLogger(__name__)
+
+NOT_REACHABLE_AT_START = "My language model is not reachable yet. I'll keep trying."
+RETRY_DELAYS = (2.0, 5.0, 10.0, 30.0)
+"""Seconds between attempts to reach the language model, the last one repeated."""
+
+
+class Daemon:
+    """The assembled voice assistant; ``await Daemon(cfg).run()``."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        engines: Engines | None = None,
+        source: AudioSource | None = None,
+        sink: AudioSink | None = None,
+    ) -> None:
+        self.started = time.time()
+        self.app = build_app(cfg, speech=True, engines=engines)
+        self.cfg = self.app.cfg
+        self.bus = self.app.bus
+        if self.app.engines is None:  # speech=True builds them
+            raise RuntimeError("the assembly built no speech engines")
+        self.engines: Engines = self.app.engines
+        if source is None or sink is None:
+            from iris_voice.audio.capture import MicCapture
+            from iris_voice.audio.playback import SpeakerSink
+
+            source = source or MicCapture(self.cfg.audio, publish=self.bus.publish)
+            sink = sink or SpeakerSink(self.cfg.audio, publish=self.bus.publish)
+        self.source: AudioSource = source
+        self.sink: AudioSink = sink
+        eng, cfg = self.engines, self.cfg
+        wake = eng.wake if needs_wake_word(cfg) else None
+        listener = Listener(cfg.audio, eng.vad, wake, self.bus.publish, wake_threshold=cfg.wake.threshold)
+        self.speaker = ReplySpeaker(eng.tts, self.sink)
+        self.pipeline = VoicePipeline(
+            listener, eng.stt, self.app.responder, self.speaker, self.bus,
+            wake_name=cfg.wake.model, on_stop=self._dismiss_alarm,
+        )  # fmt: skip
+        rate = eng.tts.sample_rate
+        self.alarms = AlarmAnnouncer(cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate))
+        self.bus.subscribe(self.alarms.on_event)
+        self.health = LlmHealth()
+        self.commands = ControlCommands(
+            cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
+            timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
+            engines=self.engines, started=self.started,
+        )  # fmt: skip
+        self._stopping = asyncio.Event()
+        self._llm_settled = asyncio.Event()
+
+    def _dismiss_alarm(self) -> None:
+        self.alarms.dismiss()
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (SIGTERM, SIGINT)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Run until SIGTERM/SIGINT; the process exit code."""
+        lock = InstanceLock()
+        lock.acquire()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        try:
+            await self.sink.open()  # the first reply must not wait for the device to open
+            took = await warm_up(self.engines)
+            control = ControlServer(self.commands.handlers())
+            await control.start()
+            async with asyncio.TaskGroup() as tg:
+                tasks = [
+                    tg.create_task(self.pipeline.run(self.source), name="pipeline"),
+                    tg.create_task(self.app.timers.run(), name="timers"),
+                    tg.create_task(self.alarms.run(), name="alarms"),
+                    tg.create_task(self._connect_llm(), name="llm-connect"),
+                ]
+                await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
+                # The first question should not pay for loading the language model and its
+                # prompt: wait for the first attempt (bounded), but never for a dead server.
+                waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, self._stopping)]
+                limit = self.cfg.llm.request_timeout_s
+                await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+                for w in waits:
+                    w.cancel()
+                sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")
+                log.info("IRIS %s ready (%s; stt %.0f ms, tts %.0f ms warm-up; language model %s)",
+                         __version__, self.cfg.audio.activation, took["stt"], took["tts"],
+                         "ready" if self.health.reachable else "not reachable yet")  # fmt: skip
+                await self._stopping.wait()
+                sd_notify("STOPPING=1")
+                log.info("stopping")
+                for task in tasks:
+                    task.cancel()
+                await self.app.close(timeout=1.0)
+            await control.close()
+        finally:
+            self.source.close()
+            self.sink.close()
+            await self.app.close(timeout=1.0)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            lock.release()
+        return 0
+
+    async def _connect_llm(self) -> None:
+        """Load the model and fill the prompt cache; retry with backoff while the server is down."""
+        attempt = 0
+        while True:
+            try:
+                await self.app.responder.warmup()
+                if self.health.reachable is False:
+                    log.info("language model reachable again at %s", self.cfg.llm.host)
+                self.health.reachable, self.health.error = True, ""
+                self._llm_settled.set()
+                return
+            except LlmError as exc:
+                first = self.health.reachable is None
+                self.health.reachable, self.health.error = False, exc.message
+                self.bus.publish(LlmUnavailable(exc.code, exc.message))
+                log.warning("%s [%s]", exc.message, exc.code)
+                self._llm_settled.set()
+                if first:  # said once; the retries that follow are only logged
+                    await self.pipeline.announce(NOT_REACHABLE_AT_START)
+            await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+            attempt += 1
+
+    def status(self) -> dict[str, Any]:
+        """What ``iris status`` shows (without the live reachability probe)."""
+        return self.commands.snapshot()

@@ -1,0 +1,76 @@
+"""``iris doctor``: is the language model usable, and if not, what to do about it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from iris_voice.config import Config
+from iris_voice.errors import ConfigError, LlmError
+from iris_voice.llm.client import OllamaBackend
+
+
+async def run_checks(cfg: Config) -> list[tuple[bool, str]]:
+    """Each check as (passed, one line with the fix when it failed)."""
+    results = await _local_checks(cfg)
+    if cfg.boost.enabled:
+        results.append(await _planner_check(cfg))
+    return results
+
+
+async def _planner_check(cfg: Config) -> tuple[bool, str]:
+    """Does boost mode's planner answer? (Without it IRIS still answers, with the local model.)"""
+    from iris_voice.conversation.boost import planner_backend
+
+    try:
+        planner = planner_backend(cfg)
+    except ConfigError as exc:
+        return False, f"boost planner: {exc.message}"
+    try:
+        async with asyncio.timeout(cfg.boost.timeout_s):
+            async for _ in planner.stream([{"role": "user", "content": "Say OK."}], None, {"num_predict": 1}):
+                pass
+    except LlmError as exc:
+        return False, f"boost planner: {exc.message} (until it answers, the local model answers alone)"
+    except TimeoutError:
+        return (
+            False,
+            f"boost planner: {planner.name} gave no reply within boost.timeout_s = {cfg.boost.timeout_s}",
+        )
+    return True, f"boost planner: {planner.name} answers"
+
+
+async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
+    backend = OllamaBackend(cfg.llm)
+    results: list[tuple[bool, str]] = []
+    try:
+        version = await backend.version()
+    except LlmError as exc:
+        return [(False, f"ollama server: {exc.message}")]
+    results.append((True, f"ollama server: {cfg.llm.host} answers, version {version}"))
+    try:
+        info = await backend.show()
+    except LlmError as exc:
+        results.append((False, f"model: {exc.message}"))
+        return results
+    results.append((True, f"model: {cfg.llm.model} is available"))
+    if "tools" in info.capabilities:
+        results.append((True, "tool calling: native (the model's template supports tools)"))
+    elif cfg.llm.tool_mode == "native":
+        results.append(
+            (False, 'tool calling: the model has no tool support; set llm.tool_mode = "auto" or "text"')
+        )
+    else:
+        results.append(
+            (True, f"tool calling: text mode ({cfg.llm.text_format}); the model has no native tool support")
+        )
+    if info.context_length and cfg.llm.num_ctx > info.context_length:
+        results.append(
+            (
+                False,
+                f"num_ctx: {cfg.llm.num_ctx} exceeds the model's {info.context_length}; lower llm.num_ctx",
+            )
+        )
+    else:
+        limit = f" (model maximum {info.context_length})" if info.context_length else ""
+        results.append((True, f"num_ctx: {cfg.llm.num_ctx}{limit}"))
+    return results

@@ -1,0 +1,1 @@
+"""The ``iris`` command line."""

@@ -1,0 +1,153 @@
+"""The voice-daemon side of the ``iris`` command: ``run``, the control commands, file mode.
+
+Kept apart from ``cli/main.py`` so text-only commands never import numpy or the engines;
+it imports nothing from ``main`` (the exit codes are ``iris_voice.errors``'s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from iris_voice.app.control import request
+from iris_voice.config import Config
+from iris_voice.errors import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, is_llm_code
+
+log = logging.getLogger(__name__)
+
+
+def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
+    """Run the daemon in the foreground until SIGTERM/SIGINT."""
+    from iris_voice.app.daemon import Daemon
+
+    async def main() -> int:
+        return await Daemon(cfg).run()
+
+    return asyncio.run(main())
+
+
+def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+    answer = request(cmd, timeout=timeout, **fields)
+    if not answer.get("ok"):
+        print(f"iris {cmd}: {answer.get('error')}", file=sys.stderr)
+    return answer
+
+
+def _simple(cmd: str):
+    def run(args: argparse.Namespace, cfg: Config) -> int:
+        answer = _send(cmd)
+        if answer.get("ok"):
+            print(json.dumps({k: v for k, v in answer.items() if k != "ok"}))
+        return 0 if answer.get("ok") else 1
+
+    run.__doc__ = f"``iris {cmd}`` through the control socket."
+    return run
+
+
+cmd_listen, cmd_stop, cmd_mute, cmd_unmute, cmd_forget = (
+    _simple(c) for c in ("listen", "stop", "mute", "unmute", "forget")
+)
+
+
+def cmd_say(args: argparse.Namespace, cfg: Config) -> int:
+    """Speak a text through the daemon."""
+    return 0 if _send("say", timeout=120, text=args.text).get("ok") else 1
+
+
+def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
+    """The daemon's status, as text or JSON."""
+    answer = _send("status", timeout=cfg.llm.connect_timeout_s + 5)
+    if not answer.get("ok"):
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        return 0
+    llm = answer["llm"]
+    fa = answer["first_audio_ms"]
+    reach = {True: "reachable", False: f"NOT reachable ({llm['error']})", None: "not tried yet"}[
+        llm["reachable"]
+    ]
+    muted = " (muted)" if answer["muted"] else ""
+    print(f"state:      {answer['state']}{muted}, activation {answer['activation']}")
+    print(f"uptime:     {answer['uptime_s']:.0f} s, pid {answer['pid']}, IRIS {answer['version']}")
+    m = answer["models"]
+    print(f"models:     stt {m['stt']}, tts {m['tts']}, wake {m['wake']}, llm {m['llm']}")
+    print(f"llm server: {llm['host']} {reach}")
+    print(f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns")
+    for t in answer["turns"]:
+        tm = t["timings_ms"]
+        # stt_partials counts decodes; every other figure is milliseconds
+        stages = ", ".join(
+            f"{k} {v:.0f}" for k, v in tm.items() if isinstance(v, int | float) and k != "stt_partials"
+        )
+        partials = f", {tm['stt_partials']} partial decodes" if tm.get("stt_partials") else ""
+        print(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms{partials}]")
+    return 0
+
+
+def cmd_timers(args: argparse.Namespace, cfg: Config) -> int:
+    """List or cancel timers in the running daemon."""
+    answer = _send("timers", action=args.action, which=args.which)
+    if not answer.get("ok"):
+        return 1
+    if args.json:
+        print(json.dumps({k: v for k, v in answer.items() if k != "ok"}, indent=2))
+    elif args.action == "cancel":
+        print(f"cancelled: {', '.join(f'#{i}' for i in answer['cancelled']) or 'nothing'}")
+    else:
+        for t in answer["timers"] or [{"id": "-", "describe": "no timers"}]:
+            print(f"#{t['id']} {t['describe']}")
+    return 0
+
+
+def cmd_devices(args: argparse.Namespace, cfg: Config) -> int:
+    """List audio devices (PortAudio's view, as the daemon sees them) and which ones IRIS uses."""
+    from dataclasses import asdict
+
+    from iris_voice.audio.devices import describe, list_devices, resolve
+
+    devices = list_devices()
+    if args.json:
+        print(json.dumps([asdict(d) for d in devices], indent=2))
+        return 0
+    print(f"input devices:  {describe(devices, 'input')}")
+    print(f"output devices: {describe(devices, 'output')}   (* = system default)")
+    for kind, value in (("input", cfg.audio.input_device), ("output", cfg.audio.output_device)):
+        chosen = resolve(value, kind)
+        print(f"IRIS {kind}: {chosen.index} {chosen.name}  (audio.{kind}_device = {value!r})")
+    return 0
+
+
+async def _file_turns(cfg: Config, wav_in: Path, wav_out: Path | None, errlog: TextIO | None) -> list:
+    from iris_voice.app.filemode import FileTurns
+
+    async with FileTurns(cfg, errlog=errlog) as turns:
+        return await turns.run(wav_in, wav_out)
+
+
+def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None) -> int:
+    """``iris ask --wav IN [--out OUT] [--json]``: MCP servers are started as for a typed turn."""
+    wav_in = Path(args.wav)
+    if not wav_in.is_file():
+        print(f"iris ask: no such file: {wav_in}", file=sys.stderr)
+        return EXIT_USAGE
+    turns = asyncio.run(_file_turns(cfg, wav_in, Path(args.out) if args.out else None, errlog))
+    if args.json:
+        print(json.dumps(turns[0] if len(turns) == 1 else {"turns": turns}, indent=2, ensure_ascii=False))
+    else:
+        for t in turns:
+            print(f"> {t['transcript']}\n{t['reply']}")
+    if not turns:
+        print("iris ask: no speech found in the file", file=sys.stderr)
+        return EXIT_FAILED
+    failed = [t["error"] for t in turns if t.get("error")]
+    for error in failed:
+        print(f"iris: {error.get('message', '')} [{error.get('code', '')}]", file=sys.stderr)
+    if any(is_llm_code(e.get("code")) for e in failed):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILED if failed else 0

@@ -1,0 +1,1 @@
+"""Timers and reminders: parsing spoken times, the SQLite store, the service that fires them."""

@@ -1,0 +1,325 @@
+"""Timers and reminders that fire on time, survive restarts and own up to what was missed.
+
+``TimerStore`` (SQLite) is the single source of truth; ``TimerService.run`` is one
+long-lived task that sleeps until the next due time or until the set of timers changes,
+then claims the row in the database and publishes ``TimerFinished``. Rows that fell due
+while IRIS was off are announced as missed when it starts. Timers can gain or lose time
+and be paused (a paused timer keeps its seconds left and has no due time, so it never
+fires) and resumed; every change wakes ``run`` to re-plan. The async API works without
+``run`` too: a one-shot ``iris ask`` stores the timer and the daemon fires it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+from iris_voice.errors import ToolError
+from iris_voice.events import Event, TimerFinished
+from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
+from iris_voice.timers.store import TimerRow, TimerStore
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 5.0
+"""How long run() waits before reading the store again after a database error."""
+
+
+class Clock(Protocol):
+    """Wall time and sleeping, so tests can drive time by hand."""
+
+    def now(self) -> float:
+        """The current Unix timestamp."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return after ``seconds`` of this clock's time."""
+        ...
+
+
+class SystemClock:
+    """The real clock: ``time.time`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        """The current Unix timestamp."""
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` (at least one loop iteration)."""
+        await asyncio.sleep(max(0.0, seconds))
+
+
+def cap(text: str) -> str:
+    """Upper-case the first letter only ("iPhone timer" stays as said)."""
+    return text[:1].upper() + text[1:]
+
+
+def noun(row: TimerRow, article: str = "the") -> str:
+    """How a row is named in a sentence: "the pasta timer", "your reminder to call mom"."""
+    if row.kind == "reminder":
+        return f"{article} reminder to {row.label}" if row.label else f"{article} reminder"
+    if row.label:
+        return f"{article} {row.label} timer"
+    return f"{article} timer for {speak_duration(row.duration or 0)}"
+
+
+class TimerService:
+    """Fires stored timers and reminders on time and offers the async API tools use.
+
+    ``publish`` receives one ``TimerFinished`` per fired row (``EventBus.publish``).
+    ``resync_seconds`` bounds any single sleep: asyncio sleeps on the monotonic clock,
+    which stops during a laptop suspend, and another process (``iris ask``) may add rows
+    this process never hears about; both are caught within this bound. None disables it.
+    """
+
+    def __init__(
+        self,
+        store: TimerStore,
+        publish: Callable[[Event], None],
+        clock: Clock = SystemClock(),
+        *,
+        tz_name: str | None = None,
+        resync_seconds: float | None = 60.0,
+    ) -> None:
+        self.store = store
+        self.publish = publish
+        self.clock = clock
+        self.tz = resolve_tz(tz_name)
+        self.resync_seconds = resync_seconds
+        self.next_due: float | None = None
+        """Due time of the soonest pending row as of the last check (for ``iris status``)."""
+        self._changed = asyncio.Event()
+
+    def _local(self, ts: float) -> datetime:
+        return datetime.fromtimestamp(ts, self.tz)
+
+    def describe(self, row: TimerRow, now: float) -> str:
+        """A row in a listing: "pasta with 7 minutes left", "tea, paused with 3 minutes left"."""
+        if row.kind == "reminder" and row.due_at is not None:
+            return f"{row.label or 'a reminder'} {speak_when(self._local(row.due_at), self._local(now))}"
+        name = row.label or f"a timer for {speak_duration(row.duration or 0)}"
+        return f"{name}{', paused' if row.paused else ''} with {speak_duration(row.left(now))} left"
+
+    def status(self, row: TimerRow, now: float) -> str:
+        """One row's state as a sentence: "The pasta timer has 7 minutes left."."""
+        if row.kind == "reminder" and row.due_at is not None:
+            return cap(f"{noun(row, 'your')} is {speak_when(self._local(row.due_at), self._local(now))}.")
+        left = speak_duration(row.left(now))
+        return cap(f"{noun(row)} {'is paused with' if row.paused else 'has'} {left} left.")
+
+    def _message(self, row: TimerRow, missed: bool, now: float) -> str:
+        """The sentence spoken when a row fires."""
+        if missed:
+            when = speak_when(self._local(row.due_at or now), self._local(now))
+            if row.kind == "reminder":
+                return f"While I was off, a reminder was due {when}: {row.label or 'no message'}."
+            return f"While I was off, {noun(row, 'your')} went off {when}."
+        if row.kind == "reminder":
+            return f"Reminder: {row.label}." if row.label else "This is your reminder."
+        return cap(f"{noun(row, 'your')} is done.")
+
+    async def _add(
+        self, kind: str, label: str, due_at: float, now: float, duration: float | None
+    ) -> TimerRow:
+        row = await asyncio.to_thread(self.store.add, kind, label, due_at, duration=duration, created_at=now)
+        self._changed.set()  # run() re-reads the store and re-plans its sleep
+        log.info("%s %d set: %r due %s", kind, row.id, label, self._local(due_at).isoformat())
+        return row
+
+    async def set_timer(self, seconds: float, label: str = "") -> TimerRow:
+        """Store a timer that falls due ``seconds`` from now."""
+        if not 0 < seconds <= MAX_DURATION:
+            raise ValueError(f"a timer must last between 0 and {MAX_DURATION:.0f} seconds, not {seconds}")
+        now = self.clock.now()
+        return await self._add("timer", label, now + seconds, now, seconds)
+
+    async def set_reminder(self, when_ts: float, message: str) -> TimerRow:
+        """Store a reminder due at the Unix timestamp ``when_ts``."""
+        now = self.clock.now()
+        if when_ts <= now:
+            raise ValueError("a reminder must be in the future")
+        return await self._add("reminder", message, when_ts, now, None)
+
+    async def list(self) -> list[TimerRow]:
+        """Running and paused timers and reminders, soonest first."""
+        return await asyncio.to_thread(self.store.active)
+
+    async def cancel(self, which: str) -> list[TimerRow]:
+        """Cancel by id ("1", "#1"), label, "all" or "the last one"; the rows cancelled.
+
+        An ambiguous or unmatched ``which`` cancels nothing and raises ``ToolError``
+        naming the candidates, so the model can ask which one.
+        """
+        rows = await asyncio.to_thread(self.store.active)
+        chosen = self._select(which, rows, self.clock.now())
+        return await self._apply(chosen, lambda r: self.store.cancel(r.id), reread=False)
+
+    async def find(self, which: str) -> list[TimerRow]:
+        """The rows ``which`` designates, without changing them (see ``cancel``)."""
+        rows = await asyncio.to_thread(self.store.active)
+        return self._select(which, rows, self.clock.now(), "Nothing was changed")
+
+    async def add_time(self, which: str, seconds: float) -> list[TimerRow]:
+        """Add ``seconds`` (negative: remove) to the timers ``which`` designates; the rows after.
+
+        Removing as much time as a timer has left or more is refused (``ToolError``):
+        that is a cancel, or a mishearing, not something to do silently.
+        """
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: not r.paused)
+        for row in rows:
+            if seconds < 0 and row.left(now) + seconds < 1:
+                raise ToolError(
+                    f"{cap(noun(row))} has only {speak_duration(row.left(now))} left, so no time was removed."
+                )
+            if row.left(now) + seconds > MAX_DURATION:
+                raise ToolError("Timers can last at most 7 days, so no time was added.")
+        return await self._apply(rows, lambda r: self.store.shift(r.id, seconds))
+
+    async def pause(self, which: str) -> tuple[list[TimerRow], list[TimerRow]]:
+        """Pause running timers; (rows paused, rows that were paused already)."""
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: not r.paused)
+        running = [r for r in rows if not r.paused]
+        done = await self._apply(running, lambda r: self.store.pause(r.id, r.left(now)))
+        return done, [r for r in rows if r.paused]
+
+    async def resume(self, which: str) -> tuple[list[TimerRow], list[TimerRow]]:
+        """Run paused timers again; (rows resumed, rows that were running already)."""
+        now = self.clock.now()
+        rows = self._pick(which, await self._timers(), now, lambda r: r.paused)
+        paused = [r for r in rows if r.paused]
+        done = await self._apply(paused, lambda r: self.store.resume(r.id, now + r.left(now)))
+        return done, [r for r in rows if not r.paused]
+
+    async def _timers(self) -> list[TimerRow]:
+        return [r for r in await asyncio.to_thread(self.store.active) if r.kind == "timer"]
+
+    async def _apply(
+        self, rows: list[TimerRow], change: Callable[[TimerRow], bool], reread: bool = True
+    ) -> list[TimerRow]:
+        """Run ``change`` on each row (in a thread); the rows changed, as stored now
+        (``reread``) or as they were before."""
+        done = []
+        for row in rows:
+            if await asyncio.to_thread(change, row):  # False: it fired or was cancelled meanwhile
+                done.append((await asyncio.to_thread(self.store.get, row.id) or row) if reread else row)
+        if done:
+            self._changed.set()  # run() re-reads the store and re-plans its sleep
+        return done
+
+    def _pick(
+        self, which: str, rows: list[TimerRow], now: float, prefer: Callable[[TimerRow], bool]
+    ) -> list[TimerRow]:
+        """``_select`` among the ``prefer``red rows first ("pause the timer" means the running
+        one), then among all, so a named timer in the other state is still found."""
+        preferred = [r for r in rows if prefer(r)]
+        if preferred and len(preferred) < len(rows):
+            try:
+                return self._select(which, preferred, now, "Nothing was changed")
+            except ToolError:
+                pass
+        return self._select(which, rows, now, "Nothing was changed")
+
+    def _select(
+        self, which: str, rows: list[TimerRow], now: float, nothing: str = "Nothing was cancelled"
+    ) -> list[TimerRow]:
+        """The rows ``which`` designates (see ``cancel``); ``nothing`` ends refusals."""
+        words = re.sub(r"[^\w#\s]", " ", which.lower()).split()
+        kinds = {"timer": "timer", "timers": "timer", "reminder": "reminder", "reminders": "reminder"}
+        kind = next((kinds[w] for w in words if w in kinds), None)
+        skip = {"the", "my", "that", "this", "one", "ones", "please", "of", "them", "it", *kinds}
+        key = " ".join(w for w in words if w not in skip)
+        pool = [r for r in rows if kind is None or r.kind == kind]
+        running = "; ".join(f"#{r.id} {self.describe(r, now)}" for r in rows) or "none"
+        if key in ("all", "everything", "every"):
+            return pool
+        if not pool:
+            raise ToolError(f"No {kind or 'timer'}s are running. {nothing}.")
+        if key in ("last", "latest", "newest", "most recent", "recent"):
+            return [max(pool, key=lambda r: (r.created_at, r.id))]
+        if m := re.fullmatch(r"(?:#|number |no )?#?(\d+)", key):
+            hits = [r for r in rows if r.id == int(m[1])]
+            if not hits:
+                raise ToolError(f"No running timer has number {m[1]}. Running: {running}.")
+            return hits
+        if not key:
+            hits = pool
+        else:
+            hits = [r for r in pool if r.label.lower() == key] or [r for r in pool if key in r.label.lower()]
+        if not hits and key:
+            try:
+                seconds = parse_duration(key)  # "the 10 minute one"
+                hits = [r for r in pool if r.duration and abs(r.duration - seconds) < 0.5]
+            except ValueError:
+                pass
+        if not hits:
+            raise ToolError(f"No timer matches {which!r}. Running: {running}.")
+        if len(hits) > 1:
+            options = "; ".join(f"#{r.id} {self.describe(r, now)}" for r in hits)
+            what = f"match {which!r}" if key else "are running"
+            raise ToolError(f"{len(hits)} {what}: {options}. {nothing}; say which number or 'all'.")
+        return hits
+
+    async def _fire(self, row: TimerRow, missed: bool) -> None:
+        """Claim the row in the store, then announce it (at most once, even across processes)."""
+        now = self.clock.now()
+        if not await asyncio.to_thread(self.store.mark_fired, row.id, now):
+            return  # cancelled or fired by someone else since we read it
+        message = self._message(row, missed, now)
+        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message)
+        log.info("%s %d fired%s: %s", row.kind, row.id, " (missed)" if missed else "", event.message)
+        try:
+            self.publish(event)
+        except Exception:  # a broken subscriber must not stop later timers
+            log.exception("publishing %s failed", event)
+
+    async def _wait(self, delay: float | None) -> None:
+        """Sleep ``delay`` seconds (forever when None) or until the set of timers changes."""
+        if self._changed.is_set():
+            return
+        waiters = [asyncio.ensure_future(self._changed.wait())]
+        if delay is not None:
+            waiters.append(asyncio.ensure_future(self.clock.sleep(delay)))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _fire_due(self, missed_until: float) -> float | None:
+        """Fire every row due by now (missed if due by ``missed_until``); seconds to the next."""
+        now = self.clock.now()
+        upcoming = []
+        for row in await asyncio.to_thread(self.store.pending):
+            if row.due_at is not None and row.due_at <= now:
+                await self._fire(row, missed=row.due_at <= missed_until)
+            else:
+                upcoming.append(row)
+        self.next_due = upcoming[0].due_at if upcoming else None
+        # measured again: reading and firing took time, and the sleep starts from now
+        return None if self.next_due is None else self.next_due - self.clock.now()
+
+    async def run(self) -> None:
+        """Fire missed rows, then every row when it falls due, until cancelled."""
+        missed_until = self.clock.now()  # rows already due when IRIS starts were missed
+        while True:
+            self._changed.clear()  # before reading, so a change during the read wakes us again
+            try:
+                delay = await self._fire_due(missed_until)
+                missed_until = -math.inf
+            except sqlite3.Error:  # a locked or full disk must not take the daemon down
+                log.exception("timer store failed; retrying in %s s", RETRY_SECONDS)
+                delay = RETRY_SECONDS
+            if self.resync_seconds is not None:
+                delay = self.resync_seconds if delay is None else min(delay, self.resync_seconds)
+            if delay is None or delay > 0:
+                await self._wait(delay)
+

@@ -1,0 +1,279 @@
+"""The timer and reminder tools the model (and the intent fast path) call.
+
+Each returns one or two complete spoken sentences, so they are ``direct_return`` tools:
+their answer can be spoken without a second model round. Descriptions stay short:
+every token of a tool definition is paid on each turn by a 1.5B model. The timers
+themselves — storage, firing, parsing spoken times — are ``iris_voice.timers``; this
+module is what the model and the fast path see of them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from iris_voice.errors import ToolError
+from iris_voice.timers.parse import (
+    MAX_DURATION,
+    parse_duration,
+    parse_when,
+    plural,
+    resolve_tz,
+    speak_duration,
+    speak_list,
+    speak_when,
+)
+from iris_voice.timers.service import TimerRow, TimerService, cap, noun
+from iris_voice.tools.builtin.context import ToolContext
+from iris_voice.tools.intents import Action, IntentHandler, Slots, words
+from iris_voice.tools.registry import Tool, tool_from_function
+from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
+
+_MINUS = re.compile(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", re.IGNORECASE)
+
+
+def _clean_label(label: str | None) -> str:
+    """Turn "the pasta timer" into "pasta": the sentences add "the" and "timer" themselves."""
+    text = " ".join((label or "").split()).rstrip(".!?")
+    text = re.sub(r"^(?:the|a|an|my)\s+", "", text, flags=re.IGNORECASE)
+    return re.sub(r"\s*\btimer$", "", text, flags=re.IGNORECASE)
+
+
+def _clean_message(message: str) -> str:
+    """Turn "to call mom." into "call mom": the confirmation says "to" itself."""
+    text = " ".join(message.split()).rstrip(".!?")
+    return re.sub(r"^(?:remind me to|remind me|to)\s+", "", text, flags=re.IGNORECASE)
+
+
+def _signed_seconds(duration: str) -> float:
+    """Seconds in "2 minutes" (positive) or "-2 minutes" / "minus 2 minutes" (negative)."""
+    text, sign = str(duration), 1.0
+    if m := _MINUS.match(text):
+        text, sign = text[m.end() :], -1.0
+    try:
+        return sign * parse_duration(text)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _count(rows: list[TimerRow]) -> str:
+    return plural(len(rows), "timer")
+
+
+def _paused_or_resumed(
+    verb: str, state: str, done: list[TimerRow], already: list[TimerRow], now: float
+) -> str:
+    """The spoken answer of pause_timer ("Paused", "paused") or resume_timer ("Resumed", "running")."""
+    if len(done) == 1:
+        return f"{verb} {noun(done[0])} with {speak_duration(done[0].left(now))} left."
+    if done:
+        return f"{verb} {_count(done)}."
+    if len(already) == 1:
+        return cap(f"{noun(already[0])} is already {state}.")
+    return f"Those timers are already {state}." if already else "That timer has just gone off."
+
+
+def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
+    """``set_timer``, ``list_timers``, ``cancel_timer``, ``adjust_timer``, ``pause_timer``,
+    ``resume_timer`` and ``set_reminder``, all ``direct_return``, each with its intents."""
+    tz = resolve_tz(tz_name)
+
+    async def set_timer(
+        duration: Annotated[str, "e.g. '8 minutes'"],
+        label: Annotated[str | None, "e.g. pasta"] = None,
+    ) -> str:
+        """Start a countdown timer."""
+        try:
+            seconds = parse_duration(duration)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        name = _clean_label(label)
+        await service.set_timer(seconds, name)
+        return f"{cap(f'{name} timer' if name else 'timer')} set for {speak_duration(seconds)}."
+
+    async def list_timers(which: str | None = None) -> str:
+        """List timers and reminders, or how long one has left."""
+        now = service.clock.now()
+        rows = await service.find(which) if which and which.strip() else await service.list()
+        if len(rows) == 1 and which and which.strip():
+            return service.status(rows[0], now)
+        timers = [service.describe(r, now) for r in rows if r.kind == "timer"]
+        reminders = [service.describe(r, now) for r in rows if r.kind == "reminder"]
+        said = ["No timers are running."]
+        if timers:
+            said = [f"You have {plural(len(timers), 'timer')}: {speak_list(timers)}."]
+        if reminders:
+            said.append(f"You have {plural(len(reminders), 'reminder')}: {speak_list(reminders)}.")
+        return " ".join(said)
+
+    async def cancel_timer(which: Annotated[str, "number, label, 'all' or 'last'"]) -> str:
+        """Cancel timers or reminders."""
+        rows = await service.cancel(which)
+        if not rows:
+            return "Nothing was running, so nothing was cancelled."
+        if len(rows) == 1:
+            return f"Cancelled {noun(rows[0])}."
+        counts = [plural(n, k) for k in ("timer", "reminder") if (n := sum(r.kind == k for r in rows))]
+        return f"Cancelled {' and '.join(counts)}."
+
+    async def adjust_timer(
+        duration: Annotated[str, "e.g. '2 minutes' or '-2 minutes'"],
+        which: str | None = None,
+    ) -> str:
+        """Add or take off minutes or seconds on a timer."""
+        seconds = _signed_seconds(duration)
+        rows = await service.add_time(which or "", seconds)
+        amount = speak_duration(abs(seconds))
+        if not rows:
+            return "That timer has just gone off, so no time was changed."
+        what = noun(rows[0]) if len(rows) == 1 else _count(rows)
+        done = f"Added {amount} to {what}." if seconds > 0 else f"Took {amount} off {what}."
+        if len(rows) == 1:
+            done += f" It has {speak_duration(rows[0].left(service.clock.now()))} left."
+        return done
+
+    async def pause_timer(which: str | None = None) -> str:
+        """Pause a timer."""
+        done, already = await service.pause(which or "")
+        return _paused_or_resumed("Paused", "paused", done, already, service.clock.now())
+
+    async def resume_timer(which: str | None = None) -> str:
+        """Resume a paused timer."""
+        done, already = await service.resume(which or "")
+        return _paused_or_resumed("Resumed", "running", done, already, service.clock.now())
+
+    async def set_reminder(
+        when: Annotated[str, "e.g. 'in 2 hours', 'tomorrow at 9'"],
+        message: Annotated[str, "e.g. call mom"],
+    ) -> str:
+        """Remind the user at a time."""
+        now = datetime.fromtimestamp(service.clock.now(), tz)
+        try:
+            moment = parse_when(when, now)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        text = _clean_message(message)
+        if not text:
+            raise ToolError("Say what the reminder is for, e.g. message='call mom'.")
+        await service.set_reminder(moment.timestamp(), text)
+        what = text if text.lower().startswith("about ") else f"to {text}"
+        return f"I'll remind you {what} {speak_when(moment, now)}."
+
+    tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
+    return [
+        tool_from_function(f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__))
+        for f in tools
+    ]
+
+
+# -- the fast path: sentences that ask for a timer tool --------------------------------------
+WORDS = (r"timers?|alarms?|remind\w*|schedule|cancel|stop|pause|resume|minutes?|seconds?|hours?", NUMBER_WORDS)
+"""Words that suggest a timer or reminder (boost's "may need a tool" check)."""
+MAX_NAME_WORDS = 3
+MAX_MESSAGE_WORDS = 15
+_ARTICLES = re.compile(r"^(?:the|my|a|an|our)\b\s*", re.IGNORECASE)
+
+
+def _name(value: Any) -> str | None:
+    """A timer name as said ("the pasta" → "pasta", "" when none); None if doubtful."""
+    text = _ARTICLES.sub("", words(value))
+    text = re.sub(r"\s*\btimers?$", "", text, flags=re.IGNORECASE)
+    if re.search(r"\d", text) or len(text.split()) > MAX_NAME_WORDS:
+        return None  # "10 minute" is a duration, a long phrase is not a name
+    return text
+
+
+def _hms(slots: Slots, prefix: str = "") -> float:
+    """Seconds from Home Assistant's hours/minutes/seconds slots (0 when none)."""
+    units = (("hours", 3600), ("minutes", 60), ("seconds", 1))
+    return float(sum(float(slots.get(prefix + unit) or 0) * scale for unit, scale in units))
+
+
+def _which(slots: Slots) -> str | None:
+    """Which timer a sentence means: a name, a starting duration, or "" (the only one)."""
+    if "name" in slots:
+        return _name(slots["name"])
+    start = _hms(slots, "start_")
+    return duration_arg(start) if start else ""
+
+
+def _with_which(args: dict[str, Any], which: str) -> dict[str, Any]:
+    return {**args, "which": which} if which else args
+
+
+def _start_timer(intent: str, slots: Slots) -> Action | None:
+    """HassStartTimer: "set a pasta timer for eight minutes"."""
+    total = seconds(words(slots["duration"])) if "duration" in slots else _hms(slots)
+    name = _name(slots.get("name"))
+    if not total or not 0 < total <= MAX_DURATION or name is None:
+        return None
+    args: dict[str, Any] = {"duration": duration_arg(total)}
+    return Action(intent, "set_timer", {**args, "label": name} if name else args)
+
+
+def _change_timer(intent: str, slots: Slots) -> Action | None:
+    """HassIncreaseTimer / HassDecreaseTimer: "add 2 minutes to the pasta timer"."""
+    amount, which = _hms(slots), _which(slots)
+    if not amount or which is None:
+        return None
+    sign = -1 if intent == "HassDecreaseTimer" else 1
+    return Action(intent, "adjust_timer", _with_which({"duration": duration_arg(sign * amount)}, which))
+
+
+def _timer_action(tool: str) -> IntentHandler:
+    """Cancel, pause, resume and status: a tool that takes ``which``."""
+
+    def act(intent: str, slots: Slots) -> Action | None:
+        which = _which(slots)
+        if which is None:
+            return None
+        return Action(intent, tool, {"which": which} if tool == "cancel_timer" else _with_which({}, which))
+
+    return act
+
+
+def _remind(intent: str, slots: Slots) -> Action | None:
+    """IrisSetReminder: "remind me to call mom in two hours"."""
+    message = words(slots.get("message"))
+    if "delay" in slots:
+        when = "in " + digits(str(slots["delay"]))
+    elif "clock" in slots:
+        when = "at " + digits(str(slots["clock"]))
+    else:
+        when = "tomorrow at " + digits(str(slots.get("tomorrow", "")))
+    when = when.strip(" .,!?")
+    if not message or len(message.split()) > MAX_MESSAGE_WORDS:
+        return None
+    try:
+        parse_when(when, datetime.now(UTC))  # the tool parses it again against its own clock
+    except ValueError:
+        return None
+    return Action(intent, "set_reminder", {"when": when, "message": message})
+
+
+_INTENTS: dict[str, dict[str, IntentHandler]] = {
+    "set_timer": {"HassStartTimer": _start_timer},
+    "cancel_timer": {
+        "HassCancelTimer": _timer_action("cancel_timer"),
+        "HassCancelAllTimers": lambda i, s: Action(i, "cancel_timer", {"which": "all timers"}),
+    },
+    "adjust_timer": {"HassIncreaseTimer": _change_timer, "HassDecreaseTimer": _change_timer},
+    "pause_timer": {"HassPauseTimer": _timer_action("pause_timer")},
+    "resume_timer": {"HassUnpauseTimer": _timer_action("resume_timer")},
+    "list_timers": {"HassTimerStatus": _timer_action("list_timers")},
+    "set_reminder": {"IrisSetReminder": _remind},
+}
+
+
+def _intents_of(tool: str) -> dict[str, IntentHandler]:
+    return _INTENTS.get(tool, {})
+
+
+ORDER = 10
+"""Place in the prompt: first (see ``iris_voice.tools.builtin``)."""
+
+
+def provide(ctx: ToolContext) -> list[Tool]:
+    """The timer tools over the daemon's (or this command's) timer service."""
+    return make_timer_tools(ctx.timers, ctx.timezone)  # type: ignore[arg-type]  # None: names only

@@ -1,0 +1,1 @@
+"""MCP tool servers: connections, lazy meta-tools, schema checks, results."""

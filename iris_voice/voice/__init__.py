@@ -1,0 +1,1 @@
+"""The voice front end: listener (activation, endpointing, barge-in), pipeline, speaker, alarms."""

@@ -1,0 +1,391 @@
+"""The listening front of the voice pipeline: frames in, one typed stream of heard things out.
+
+One task reads the capture stage's frames and never waits for anything else, so the
+microphone queue never backs up while a turn is being answered. What runs on a frame
+depends on the listener's ``mode`` and the moment, which keeps idle CPU low: in
+wake-word mode an idle IRIS runs only Silero VAD, and the wake-word model (ten times
+costlier) only while there is sound that may be speech; the VAD also endpoints
+questions. While IRIS answers, the wake word (or plain speech, with
+``barge_in = "voice"``) interrupts.
+
+Everything the pipeline needs to know arrives as one ``Heard`` message on one bounded
+queue: ``CaptureStarted``, ``UtteranceReady``, ``BargeIn``, ``CaptureTimedOut``. The
+pipeline tells the listener what it is doing through ``answering()``/``idle()``; the
+user mutes it with ``mute()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.audio.protocols import AudioSource
+from iris_voice.config import AudioConfig
+from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
+from iris_voice.speech.stt import DecodeSession
+from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
+from iris_voice.speech.wake import WakeDetector
+
+log = logging.getLogger(__name__)
+
+FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
+WAKE_PRE_ROLL_S = 0.25
+"""Audio kept from before a wake-word detection: the model fires a little after the word
+ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
+SPEECH_HYSTERESIS = 0.15
+"""How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
+WAKE_GATE_THRESHOLD = 0.2
+"""VAD probability that wakes the wake-word model (low: missing a wake word is worse than CPU)."""
+WAKE_GATE_HOLD_S = 2.0
+"""The wake-word model keeps running this long after the last speech-like frame."""
+WAKE_GATE_BUFFER_S = 2.5
+"""Audio the wake-word model catches up on when it wakes: its 1.28 s window of embeddings
+reaches about 2.1 s back."""
+VOICE_BARGE_IN_S = 0.25
+"""Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
+
+
+class ListenMode(StrEnum):
+    """What the listener does with frames (captures aside, which run to their end)."""
+
+    IDLE = "idle"
+    """Waiting for the activation: the wake word, any speech (``always``), a follow-up."""
+    ANSWERING = "answering"
+    """IRIS is speaking or thinking: frames are checked for a barge-in only."""
+    MUTED = "muted"
+    """``iris mute``: the microphone is ignored."""
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One captured question, ready for speech-to-text."""
+
+    audio: np.ndarray
+    """int16 mono samples at 16 kHz, pre-roll included."""
+    trigger: Trigger
+    """What opened it."""
+    decided_at: float
+    """``time.monotonic()`` when the end of speech was decided."""
+    hangover_s: float
+    """Silence heard after the last speech before deciding: the VAD hangover's share of latency."""
+    speech_end_s: float
+    """Where speech ended, in seconds of the audio stream since the listener started."""
+    session: DecodeSession | None = None
+    """The incremental decode of this utterance, fed while it was spoken (``stt.incremental``)."""
+
+
+@dataclass(frozen=True)
+class CaptureStarted:
+    """A question is being recorded."""
+
+    trigger: Trigger
+    """What opened it."""
+
+
+@dataclass(frozen=True)
+class UtteranceReady:
+    """A question was captured and its end decided."""
+
+    utterance: Utterance
+    """The audio and how it came to be."""
+
+
+@dataclass(frozen=True)
+class BargeIn:
+    """The user interrupted IRIS; the capture of what they say next has begun."""
+
+    how: Trigger | str
+    """``wake_word`` or ``voice``."""
+
+
+@dataclass(frozen=True)
+class CaptureTimedOut:
+    """Activated, but nobody spoke within ``audio.no_speech_timeout_s``."""
+
+
+Heard = CaptureStarted | UtteranceReady | BargeIn | CaptureTimedOut
+"""Everything the listener tells the pipeline, on one queue."""
+
+
+class Listener:
+    """Activation, endpointing and barge-in over a stream of frames."""
+
+    def __init__(
+        self,
+        cfg: AudioConfig,
+        vad: SpeechDetector,
+        wake: WakeDetector | None,
+        publish: Callable[[Event], None],
+        clock: Callable[[], float] = time.monotonic,
+        wake_threshold: float = 0.5,
+    ) -> None:
+        if cfg.activation == "wake_word" and wake is None:
+            raise ValueError("activation 'wake_word' needs a wake-word detector")
+        self.cfg = cfg
+        self.vad = vad
+        self.wake = wake
+        self.wake_threshold = wake_threshold
+        """Score at which the wake word counts (``wake.threshold``)."""
+        self._publish = publish
+        self._clock = clock
+        self._mode = ListenMode.IDLE
+        self._muted_from = ListenMode.IDLE  # the mode to return to on unmute
+        self.position_s = 0.0
+        """Seconds of audio read from the source."""
+        self._out: asyncio.Queue[Heard] | None = None
+        self._armed: Trigger | None = None
+        self._follow_up_until = 0.0
+        self._pre: deque[tuple[np.ndarray, bool]] = deque(
+            maxlen=max(1, round(cfg.pre_roll_ms / 1000 / FRAME_S))
+        )
+        self._capture: list[np.ndarray] | None = None
+        self._trigger = Trigger.ALWAYS
+        self._capture_start_s = 0.0
+        self._seg: Segmenter | None = None
+        self._speech_run = 0
+        self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
+        self._gate_until = -1.0
+        self.sessions: Callable[[], DecodeSession] | None = None
+        """Opens an incremental decode for each capture (set by the pipeline when its
+        transcriber ``supports_streaming``), or None."""
+        self._session: DecodeSession | None = None
+
+    # -- commands -----------------------------------------------------------------
+    @property
+    def mode(self) -> ListenMode:
+        """What frames are used for now."""
+        return self._mode
+
+    def answering(self) -> None:
+        """IRIS starts a reply or an announcement: listen for a barge-in only."""
+        self._set_mode(ListenMode.ANSWERING)
+
+    def idle(self) -> None:
+        """IRIS is done speaking: wait for the next activation."""
+        self._set_mode(ListenMode.IDLE)
+
+    def mute(self) -> None:
+        """Ignore the microphone until ``unmute`` (a capture under way is dropped)."""
+        if self._mode != ListenMode.MUTED:
+            self._muted_from, self._mode = self._mode, ListenMode.MUTED
+
+    def unmute(self) -> None:
+        """Listen again, in the mode IRIS is in."""
+        if self._mode == ListenMode.MUTED:
+            self._mode = self._muted_from
+
+    def _set_mode(self, mode: ListenMode) -> None:
+        if self._mode == ListenMode.MUTED:
+            self._muted_from = mode  # applied when unmuted
+        else:
+            self._mode = mode
+
+    def arm(self, trigger: Trigger = Trigger.PUSH_TO_TALK) -> None:
+        """Capture a question starting with the next frame (``iris listen``)."""
+        self._armed = trigger
+
+    def follow_up(self) -> None:
+        """Accept a question without the wake word for ``audio.follow_up_s`` from now."""
+        self._follow_up_until = self._clock() + self.cfg.follow_up_s
+
+    def cancel_follow_up(self) -> None:
+        """Close the follow-up window."""
+        self._follow_up_until = 0.0
+
+    @property
+    def capturing(self) -> bool:
+        """True while a question is being recorded."""
+        return self._capture is not None
+
+    # -- the loop -----------------------------------------------------------------
+    async def run(self, source: AudioSource, out: asyncio.Queue[Heard]) -> None:
+        """Read frames until the source ends; put what was heard on ``out``."""
+        self._out = out
+        async for frame in source.frames():
+            self.position_s += FRAME_S
+            if self._mode == ListenMode.MUTED:
+                self._pre.clear()
+                self._capture = None
+                self._drop_session()
+                continue
+            if self._capture is not None and self._seg is not None:
+                await self._capturing(frame, self._capture, self._seg)
+            elif self._armed:
+                self._start(self._armed, [f for f, _ in self._pre] + [frame])
+                self._armed = None
+            elif self._mode == ListenMode.ANSWERING:
+                await self._barge_in_check(frame)
+            else:
+                await self._idle(frame)
+
+    def _emit(self, item: Heard) -> None:
+        """Hand ``item`` to the pipeline; a full queue drops its oldest item (a newer
+        question wins over one nobody picked up)."""
+        out = self._out
+        if out is None:
+            return
+        if out.full():
+            dropped = out.get_nowait()
+            if isinstance(dropped, UtteranceReady) and dropped.utterance.session is not None:
+                dropped.utterance.session.cancel()
+        out.put_nowait(item)
+
+    async def _idle(self, frame: np.ndarray) -> None:
+        follow_up = self._clock() < self._follow_up_until
+        if self.cfg.activation == "always" or follow_up:
+            speech = await self._is_speech(frame)
+            self._pre.append((frame, speech))
+            self._speech_run = self._speech_run + 1 if speech else 0
+            if self._speech_run * FRAME_S >= 0.096:  # ~3 frames: a click does not open a question
+                trigger = Trigger.FOLLOW_UP if follow_up else Trigger.ALWAYS
+                self._start(trigger, [f for f, _ in self._pre], replay=True)
+            return
+        self._pre.append((frame, False))
+        if self.cfg.activation == "wake_word":
+            await self._gated_wake(frame)
+
+    async def _gated_wake(self, frame: np.ndarray) -> None:
+        """Run the wake-word model only while there is sound that may be speech.
+
+        Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
+        idles on the VAD alone. When it hears something, the wake model catches up on
+        the last ``WAKE_GATE_BUFFER_S`` of audio first, so it sees "hey Jarvis" whole.
+        """
+        self._unfed.append(frame)
+        if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
+            self._gate_until = self.position_s + WAKE_GATE_HOLD_S
+        if self.position_s > self._gate_until:
+            return
+        batch = list(self._unfed)
+        self._unfed.clear()
+        for i, f in enumerate(batch):
+            if await self._wake(f, during_speech=False):
+                # pre-roll up to the detection, and what was said after it (the question's start)
+                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
+                self._start(Trigger.WAKE_WORD, batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
+                return
+
+    async def _barge_in_check(self, frame: np.ndarray) -> None:
+        mode = self.cfg.barge_in
+        if mode == "off":
+            return
+        if mode == "voice":
+            speech = await self._is_speech(frame)
+            self._pre.append((frame, speech))
+            self._speech_run = self._speech_run + 1 if speech else 0
+            if self._speech_run * FRAME_S >= VOICE_BARGE_IN_S:
+                self._emit(BargeIn("voice"))
+                self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)
+            return
+        self._pre.append((frame, False))
+        if self.wake is not None and await self._wake(frame, during_speech=True):
+            self._emit(BargeIn(Trigger.WAKE_WORD))
+            self._start(Trigger.BARGE_IN, self._wake_pre_roll())
+
+    async def _capturing(self, frame: np.ndarray, capture: list[np.ndarray], seg: Segmenter) -> None:
+        capture.append(frame)
+        # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
+        # (probability a little under the threshold) still counts as speech.
+        threshold = self.cfg.vad_threshold - (SPEECH_HYSTERESIS if seg.in_utterance else 0.0)
+        speech = await self.vad.probability(frame) >= threshold
+        if self._session is not None:
+            self._session.feed(frame, speech)  # cheap: at most starts a decode task
+        event = seg.process(FRAME_S, speech)
+        if isinstance(event, UtteranceStarted):
+            self._publish(SpeechStarted(self._capture_start_s + event.start_s))
+        elif isinstance(event, UtteranceEnded):
+            audio = np.concatenate(capture)
+            utt = Utterance(
+                audio=audio,
+                trigger=self._trigger,
+                decided_at=self._clock(),
+                hangover_s=event.silence_s,
+                speech_end_s=self.position_s - event.silence_s,
+                session=self._session,
+            )
+            self._session = None  # handed over with the utterance: the turn finishes it
+            self._finish()
+            self._publish(SpeechEnded(len(audio) / SAMPLE_RATE, timed_out=False))
+            self._emit(UtteranceReady(utt))
+        elif isinstance(event, NoSpeech):
+            log.info("no speech within %.1f s after %s", self.cfg.no_speech_timeout_s, self._trigger)
+            self._finish()
+            self._publish(SpeechEnded(0.0, timed_out=True))
+            self._emit(CaptureTimedOut())
+
+    # -- helpers ------------------------------------------------------------------
+    def _start(self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False) -> None:
+        """Open a capture with ``frames`` already in it (pre-roll)."""
+        self._trigger = trigger
+        self._seg = Segmenter(
+            hangover_seconds=self.cfg.vad_hangover_ms / 1000,
+            max_seconds=self.cfg.max_utterance_s,
+            timeout_seconds=self.cfg.no_speech_timeout_s,
+        )
+        self._capture = list(frames)
+        self._capture_start_s = self.position_s - len(frames) * FRAME_S
+        flags = [s for _, s in self._pre][-len(frames) :] if replay else []
+        self._open_session(frames, flags)
+        if replay:  # the VAD already judged these frames: let the segmenter see them too
+            for speech in flags:
+                event = self._seg.process(FRAME_S, speech)
+                if isinstance(event, UtteranceStarted):
+                    self._publish(SpeechStarted(self._capture_start_s + event.start_s))
+        self._pre.clear()
+        self._speech_run = 0
+        self.cancel_follow_up()
+        self._emit(CaptureStarted(trigger))
+        log.debug("capturing (%s) with %d pre-roll frames", trigger, len(frames))
+
+    def _open_session(self, frames: list[np.ndarray], flags: list[bool]) -> None:
+        """Start the incremental decode of a new capture with its pre-roll."""
+        self._drop_session()
+        if self.sessions is None:
+            return
+        self._session = self.sessions()
+        # the last len(frames) verdicts; unjudged pre-roll counts as silence
+        flags = ([False] * len(frames) + flags)[len(flags) :]
+        for frame, speech in zip(frames, flags, strict=True):
+            self._session.feed(frame, speech)
+
+    def _drop_session(self) -> None:
+        """Discard the incremental decode of a capture that produced no utterance."""
+        if self._session is not None:
+            self._session.cancel()
+            self._session = None
+
+    def _finish(self) -> None:
+        self._drop_session()
+        self._capture = None
+        self._seg = None
+        self.vad.reset()
+        if self.wake is not None:
+            self.wake.reset()  # stale audio in its buffer must not fire again
+
+    def _wake_pre_roll(self) -> list[np.ndarray]:
+        n = max(0, round(WAKE_PRE_ROLL_S / FRAME_S))
+        return [f for f, _ in list(self._pre)[-n:]] if n else []
+
+    async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
+        if self.wake is None:
+            return False
+        score = await self.wake.process(frame)
+        if score < self.wake_threshold:
+            return False
+        log.info(
+            "wake word %s (score %.2f)%s", self.wake.name, score, " during speech" if during_speech else ""
+        )
+        self._publish(WakeWordDetected(self.wake.name, float(score), during_speech))
+        self.wake.reset()
+        return True
+
+    async def _is_speech(self, frame: np.ndarray) -> bool:
+        return await self.vad.probability(frame) >= self.cfg.vad_threshold

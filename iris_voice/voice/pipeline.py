@@ -1,0 +1,344 @@
+"""The voice turn: IDLE → LISTENING → TRANSCRIBING → THINKING → SPEAKING → IDLE.
+
+``VoicePipeline`` ties the stages together through their Protocols only: the listener
+tells it what it heard on one queue (a capture started, an utterance is ready, a
+barge-in, nobody spoke), the transcriber turns utterances into text, the responder
+streams sentences, and the reply speaker plays them as they come. One turn runs at a
+time, as its own task, so a barge-in or ``iris stop`` cancels it cleanly; the sink is
+shared with announcements (timers, ``iris say``) through one lock, so IRIS never talks
+over itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from iris_voice.audio.protocols import AudioSink, AudioSource
+from iris_voice.conversation.responder import Responder
+from iris_voice.conversation.trace import TurnTrace
+from iris_voice.errors import LlmError
+from iris_voice.events import (
+    EventBus,
+    LlmUnavailable,
+    PlaybackStarted,
+    PlaybackStopped,
+    State,
+    StateChanged,
+    Transcript,
+    Trigger,
+)
+from iris_voice.speech.stt import Transcriber
+from iris_voice.voice.listener import (
+    BargeIn,
+    CaptureStarted,
+    CaptureTimedOut,
+    Heard,
+    Listener,
+    Utterance,
+    UtteranceReady,
+)
+from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE = "Sorry, I can't reach my language model right now. I'll keep trying."
+STOP_WORDS = {
+    "stop", "stop it", "stop talking", "be quiet", "quiet", "silence", "shut up", "enough",
+    "that's enough", "never mind", "nevermind", "cancel", "dismiss", "ok stop", "okay stop",
+    "thank you stop", "thanks",
+}  # fmt: skip
+
+
+def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
+    """A regex for the wake phrase at the start of a transcript ("Hey Jarvis, …" → "…")."""
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if not words:
+        return re.compile(r"^$")
+    *lead, last = words
+    prefix = "".join(rf"(?:{re.escape(w)}\W+)?" for w in lead)
+    return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
+
+
+def strip_wake_phrase(wake_name: str, text: str) -> str:
+    """``text`` without the wake phrase at its start, also as Whisper misspells it after
+    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the
+    wake word starts with it, however the transcript spells it."""
+    text = text.strip()
+    stripped = wake_phrase_pattern(wake_name).sub("", text, count=1)
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if stripped != text or len(words) < 2:
+        return stripped.strip()
+    m = re.match(rf"^\W*{re.escape(words[0])}\W+(\w+)\b\W*", text, re.IGNORECASE)
+    if m and difflib.SequenceMatcher(None, m.group(1).lower(), words[-1]).ratio() >= 0.6:
+        return text[m.end() :].strip()
+    return text
+
+
+def is_stop_command(text: str) -> bool:
+    """True for "stop", "be quiet", "never mind"… said on their own."""
+    words = re.sub(r"[^\w' ]+", " ", text.lower()).split()
+    return " ".join(w for w in words if w not in {"please", "iris", "jarvis", "hey"}) in STOP_WORDS
+
+
+class VoicePipeline:
+    """Runs voice turns, text turns and announcements over shared stages."""
+
+    def __init__(
+        self,
+        listener: Listener,
+        stt: Transcriber,
+        responder: Responder,
+        speaker: ReplySpeaker,
+        bus: EventBus,
+        *,
+        wake_name: str = "hey_jarvis",
+        on_stop: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.listener = listener
+        self.stt = stt
+        self.responder = responder
+        self.speaker = speaker
+        self.bus = bus
+        self._on_stop = on_stop or (lambda: None)
+        self._clock = clock
+        self._wake_name = wake_name
+        self.state = State.IDLE
+        self.turns: deque[dict[str, Any]] = deque(maxlen=20)
+        """Traces of the latest turns, newest last (``iris status``)."""
+        self.turn_count = 0
+        """Turns answered since start (voice and typed)."""
+        self.speech_lock = asyncio.Lock()
+        """Held while anything plays: a reply, an announcement, ``iris say``."""
+        self._heard: asyncio.Queue[Heard] = asyncio.Queue(16)
+        self._pending: Utterance | None = None  # the next question; a newer one replaces it
+        self._pending_set = asyncio.Event()
+        self._turn: asyncio.Task[None] | None = None
+        # The transcriber says once whether it decodes while the user speaks.
+        listener.sessions = stt.open_session if stt.supports_streaming else None
+
+    @property
+    def sink(self) -> AudioSink:
+        """Where speech goes."""
+        return self.speaker.sink
+
+    @property
+    def answering(self) -> bool:
+        """A captured question waits or is being answered."""
+        turn_running = self._turn is not None and not self._turn.done()
+        return turn_running or self._pending is not None or not self._heard.empty()
+
+    @property
+    def busy(self) -> bool:
+        """A question is being captured, waits, or is being answered (file mode keeps real
+        time while this holds)."""
+        return self.listener.capturing or self.answering
+
+    def _set(self, state: State) -> None:
+        if state != self.state:
+            self.state = state
+            self.bus.publish(StateChanged(state))
+
+    # -- tasks ----------------------------------------------------------------------
+    async def run(self, source: AudioSource) -> None:
+        """Listen to ``source`` and answer each question until cancelled (or the source ends)."""
+        async with asyncio.TaskGroup() as tg:
+            listening = tg.create_task(self.listener.run(source, self._heard), name="listener")
+            follower = tg.create_task(self._follow(), name="heard")
+            worker = tg.create_task(self._worker(), name="turns")
+            await listening
+            while self.answering:  # the source ended (a file): answer what is left, then stop
+                await asyncio.sleep(0.02)
+            follower.cancel()
+            worker.cancel()
+
+    async def _follow(self) -> None:
+        """Act on what the listener heard, at once (a barge-in must not wait for a turn)."""
+        while True:
+            heard = await self._heard.get()
+            if isinstance(heard, CaptureStarted) and self.state == State.IDLE:
+                self._set(State.LISTENING)
+            elif isinstance(heard, BargeIn):
+                self.barge_in(str(heard.how))
+            elif isinstance(heard, CaptureTimedOut) and self.state == State.LISTENING:
+                self._set(State.IDLE)
+            elif isinstance(heard, UtteranceReady):
+                if self._pending is not None and self._pending.session is not None:
+                    self._pending.session.cancel()  # a newer question wins
+                self._pending = heard.utterance
+                self._pending_set.set()
+
+    async def _worker(self) -> None:
+        while True:
+            await self._pending_set.wait()
+            self._pending_set.clear()
+            utt, self._pending = self._pending, None
+            if utt is None:
+                continue
+            self._turn = asyncio.create_task(self._voice_turn(utt), name="turn")
+            try:
+                await asyncio.wait([self._turn])
+            finally:
+                if not self._turn.done():  # the daemon is stopping: take the turn down too
+                    self._turn.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._turn
+                self._turn = None
+
+    # -- commands -------------------------------------------------------------------
+    def barge_in(self, how: str) -> None:
+        """The user interrupted: silence now, cancel the turn, listen (the listener captures)."""
+        heard = self.sink.stop()
+        log.info("barge-in (%s): %.2f s of queued speech dropped", how, heard)
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        self._on_stop()
+        self._set(State.LISTENING)
+
+    def stop(self) -> bool:
+        """``iris stop`` / "stop": silence whatever is playing and cancel the turn; True if anything was."""
+        active = self._turn is not None and not self._turn.done()
+        dropped = self.sink.stop()
+        if active and self._turn is not None:
+            self._turn.cancel()
+        self._on_stop()
+        self.listener.cancel_follow_up()
+        return active or dropped > 0
+
+    def listen(self) -> None:
+        """``iris listen``: capture a question now, without the wake word."""
+        self.stop()
+        self.listener.arm(Trigger.PUSH_TO_TALK)
+        self._set(State.LISTENING)
+
+    def _after_speaking(self) -> None:
+        self.listener.idle()
+        self._set(State.LISTENING if self.listener.capturing else State.IDLE)
+
+    async def announce(self, text: str, clip: tuple[np.ndarray, int] | None = None) -> SpokenReply | None:
+        """Speak an announcement once no turn is running; None when it was cut off."""
+        # Never over the user: wait for a running turn and for a question being asked.
+        while (self._turn is not None and not self._turn.done()) or self.listener.capturing:
+            await asyncio.sleep(0.1)
+        async with self.speech_lock:
+            self._set(State.SPEAKING)
+            self.listener.answering()  # the wake word now interrupts the announcement
+            try:
+                if clip is not None:
+                    await self.speaker.play_clip(*clip)
+                return await self.speaker.say(text)
+            except asyncio.CancelledError:
+                self.sink.stop()
+                raise
+            finally:
+                self._after_speaking()
+
+    async def ask_text(self, text: str, speak: bool = False) -> dict[str, Any]:
+        """A typed question (``iris ask`` through the daemon): the trace, spoken if ``speak``."""
+        async with self.speech_lock:
+            trace = TurnTrace(text=text)
+            if speak:
+                reply = await self.speaker.speak(self.responder.sentences(text, trace))
+                trace.extra["spoken"] = reply.spoken
+            else:
+                async for _ in self.responder.sentences(text, trace):
+                    pass
+        result = trace.to_dict()
+        self.turns.append(result)
+        self.turn_count += 1
+        return result
+
+    # -- one voice turn ---------------------------------------------------------------
+    async def _voice_turn(self, utt: Utterance) -> None:
+        timings: dict[str, Any] = {"vad_hangover": round(utt.hangover_s * 1000, 1)}
+        session = utt.session
+        try:
+            self._set(State.TRANSCRIBING)
+            started = self._clock()
+            if session is not None:  # most of it was decoded while the user spoke: the tail is left
+                text = await session.finish(utt.audio)
+                timings.update(session.timings())
+            else:
+                text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+            timings["stt"] = round((self._clock() - started) * 1000, 1)
+            text = strip_wake_phrase(self._wake_name, text)
+            self.bus.publish(Transcript(text, timings["stt"]))
+            log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
+            if not re.search(r"\w", text):
+                return
+            if is_stop_command(text):
+                self.stop()
+                return
+            await self._answer(utt, text, timings)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # STT/TTS failures are logged; the daemon keeps listening
+            log.exception("voice turn failed")
+        finally:
+            if session is not None:
+                session.cancel()  # a barge-in or stop mid-decode: drop what is still running
+            self._after_speaking()
+
+    async def _answer(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
+        trace = TurnTrace(text=text)
+        reply = SpokenReply()
+
+        def first_audio(r: SpokenReply) -> None:
+            self._set(State.SPEAKING)
+            if r.first_audio_at is not None:
+                ms = utt.hangover_s * 1000 + (r.first_audio_at - utt.decided_at) * 1000
+                timings["first_audio_ms"] = round(ms, 1)
+                self.bus.publish(PlaybackStarted(timings["first_audio_ms"]))
+
+        self.listener.answering()
+        self._set(State.THINKING)
+        try:
+            async with self.speech_lock:
+                try:
+                    await self.speaker.speak(self.responder.sentences(text, trace), reply, first_audio)
+                except LlmError as exc:
+                    log.warning("language model failed: %s [%s]", exc.message, exc.code)
+                    self.bus.publish(LlmUnavailable(exc.code, exc.message))
+                    trace.extra["error"] = {"code": exc.code, "message": exc.message}
+                    await self.speaker.say(UNREACHABLE)
+        except asyncio.CancelledError:
+            self.responder.conversation.amend_last(reply.spoken)
+            self.bus.publish(PlaybackStopped(True, reply.spoken))
+            raise
+        finally:
+            self._record(utt, text, trace, reply, timings)
+        self.bus.publish(PlaybackStopped(False, reply.spoken))
+        self.listener.follow_up()
+
+    def _record(
+        self, utt: Utterance, text: str, trace: TurnTrace, reply: SpokenReply, timings: dict[str, Any]
+    ) -> None:
+        result = trace.to_dict()
+        result["transcript"] = text
+        result["trigger"] = str(utt.trigger)
+        result["interrupted"] = reply.interrupted
+        result["spoken"] = reply.spoken
+        t = result["timings_ms"]
+        t.update(timings)
+        t["llm_first_token"] = t.pop("first_token", None)
+        t["tts_first_audio"] = reply.tts_first_ms
+        t["total"] = round(utt.hangover_s * 1000 + (self._clock() - utt.decided_at) * 1000, 1)
+        # A speaker sink knows when the first sample went to the device, a few ms after it
+        # was handed over; a later value belongs to a later burst (a gap between sentences).
+        device_at = self.sink.first_sample_at
+        if reply.first_audio_at is not None and device_at is not None:
+            if 0 <= device_at - reply.first_audio_at < 0.3:
+                t["first_audio_ms"] = round(utt.hangover_s * 1000 + (device_at - utt.decided_at) * 1000, 1)
+        result["first_audio_ms"] = t.get("first_audio_ms")
+        self.turns.append(result)
+        self.turn_count += 1
