@@ -45,3 +45,36 @@ class ScriptedBackend:
             for i in range(0, len(reply), self.chunk):
                 yield ChatChunk(content=reply[i : i + self.chunk])
         yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
+
+
+def chat_assistant(
+    backend: Any,
+    registry: Any,
+    cfg: Any = None,
+    publish: Any = None,
+    clock: Any = None,
+) -> Any:
+    """The local chat loop alone (no fast path, no boost) over one conversation, as IRIS's
+    ``Assistant``; ``clock`` drives the conversation's idle reset."""
+    import time
+
+    from iris_voice.config import LlmConfig
+    from iris_voice.conversation.chat import ChatLoop
+    from iris_voice.conversation.history import Bounds, Conversation
+    from iris_voice.conversation.responder import Assistant
+
+    llm = cfg or LlmConfig()
+    bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
+    conversation = Conversation(bounds, clock or time.monotonic)
+    return Assistant(ChatLoop(backend, registry, llm, publish=publish), conversation, publish=publish)
+
+
+def builtin_registry(timezone: str = "UTC") -> Any:
+    """Every built-in tool over a timer service on an in-memory store (nothing on disk)."""
+    from iris_voice.timers.service import TimerService
+    from iris_voice.timers.store import TimerStore
+    from iris_voice.tools.builtin import ToolContext, builtin_tools
+    from iris_voice.tools.registry import ToolRegistry
+
+    timers = TimerService(TimerStore(":memory:"), lambda _e: None, resync_seconds=None)
+    return ToolRegistry(builtin_tools(ToolContext(timezone, timers)))

@@ -46,6 +46,9 @@ class ScriptSource:
             yield pending.pop(0)
             await asyncio.sleep(FRAME_S / self.speed)
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 class FakeVad:
     """Speech when the frame is SPEECH (or WAKE: the wake word is speech too)."""
@@ -62,6 +65,9 @@ class FakeVad:
     def reset(self) -> None:
         """Count resets."""
         self.resets += 1
+
+    async def warmup(self) -> None:
+        """Nothing to load."""
 
 
 class FakeWake:
@@ -85,11 +91,16 @@ class FakeWake:
         """Forget the phrase heard so far."""
         self.run = 0
 
+    async def warmup(self) -> None:
+        """Nothing to load."""
+
 
 class FakeStt:
     """Returns scripted transcripts, one per utterance, and records the audio it got."""
 
     name = "fake-stt"
+
+    supports_streaming = False
 
     def __init__(self, *texts: str) -> None:
         self.texts = list(texts)
@@ -103,6 +114,10 @@ class FakeStt:
 
     async def warmup(self) -> None:
         """Nothing to load."""
+
+    def open_session(self):
+        """Not offered (``supports_streaming`` is False)."""
+        raise NotImplementedError
 
 
 class FakeTts:
@@ -131,6 +146,7 @@ class FakeSink:
     """An AudioSink that 'plays' at ``speed`` times real time, so barge-in has something to cut."""
 
     def __init__(self, speed: float = 10.0) -> None:
+        self.first_sample_at: float | None = None
         self.speed = speed
         self.queued = 0.0  # seconds queued since the last stop
         self.played_before = 0.0
@@ -168,3 +184,10 @@ class FakeSink:
     def played_seconds(self) -> float:
         """Total played."""
         return self.played_before + self._progress()
+
+    async def open(self) -> bool:
+        """Always ready."""
+        return True
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -6,9 +6,9 @@ import asyncio
 
 import numpy as np
 
-from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.config import AudioConfig
 from iris_voice.events import TimerFinished
+from iris_voice.voice.alarms import AlarmAnnouncer
 
 
 def _event(missed: bool = False) -> TimerFinished:

@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from iris_voice.config import BoostConfig, Config, LlmConfig
+from iris_voice.conversation.boost import Boost, may_need_tools, planner_backend
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.responder import Assistant, ask, build_responder
 from iris_voice.errors import ConfigError, LlmError
 from iris_voice.events import EventBus
-from iris_voice.conversation.boost import BoostLoop, may_need_tools, planner_backend
 from iris_voice.llm.client import ChatChunk, OllamaBackend
-from iris_voice.conversation.chat import ChatLoop
 from iris_voice.llm.openai_client import OpenAIBackend
-from iris_voice.conversation.responder import build_responder
 from iris_voice.tools.registry import ToolRegistry
 from tests.fakes import ScriptedBackend
 
@@ -39,8 +39,8 @@ def make(planner, *executor_replies, **boost):
     bus = EventBus()
     bus.subscribe(events.append)
     chat = ChatLoop(executor, registry(), LlmConfig(), publish=bus.publish)
-    loop = BoostLoop(chat, planner, BoostConfig(enabled=True, **boost))
-    return loop, executor, events
+    boost = Boost(chat, planner, BoostConfig(enabled=True, **boost))
+    return Assistant(chat, boost=boost, publish=bus.publish), executor, events
 
 
 async def test_summary_is_the_answer_and_the_executor_is_not_called():
@@ -63,7 +63,7 @@ async def test_summary_is_the_answer_and_the_executor_is_not_called():
     assert trace["boost"]["final"] == "summary"
     assert [lp["type"] for lp in trace["boost"]["loops"]] == ["summary"]
     assert trace["boost"]["planner_tokens"] == {"prompt": 10, "completion": 5}
-    assert loop.history == [
+    assert loop.conversation.turns == [
         [
             {"role": "user", "content": "What is the capital of France?"},
             {"role": "assistant", "content": "Paris is the capital of France. It is on the Seine."},
@@ -106,13 +106,13 @@ async def test_barge_in_during_a_summary_stops_the_planner_and_keeps_what_was_sa
     assert await anext(it) == "The first sentence is here."
     await it.aclose()  # the user interrupted
     assert not planner.finished
-    assert loop.history[0][-1] == {"role": "assistant", "content": "The first sentence is here."}
+    assert loop.conversation.turns[0][-1] == {"role": "assistant", "content": "The first sentence is here."}
 
 
 async def test_guidance_leads_to_a_tool_call_and_the_plan_stays_out_of_history():
     planner = ScriptedBackend(GUIDE)
     loop, executor, events = make(planner, [("multiply", {"a": 23, "b": 47})], "23 times 47 is 1081.")
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     assert trace.reply == "23 times 47 is 1081."
     assert trace.tool_calls[0]["name"] == "multiply" and trace.tool_calls[0]["result"] == "1081"
     first = executor.requests[0]
@@ -123,10 +123,10 @@ async def test_guidance_leads_to_a_tool_call_and_the_plan_stays_out_of_history()
     assert "Arithmetic." in note["content"]
     # The cached prefix (the executor's system prompt) is the one a direct turn sends.
     assert first["messages"][0] == loop.chat.system_message()
-    history = [m["content"] for m in loop.history[0]]
+    history = [m["content"] for m in loop.conversation.turns[0]]
     assert not any("planner" in str(c) for c in history)
-    assert loop.history[0][0]["content"] == "What is 23 times 47?"
-    assert loop.history[0][-1]["content"] == "23 times 47 is 1081."
+    assert loop.conversation.turns[0][0]["content"] == "What is 23 times 47?"
+    assert loop.conversation.turns[0][-1]["content"] == "23 times 47 is 1081."
     boost = trace.extra["boost"]
     assert boost["final"] == "guidance" and boost["loops"][0]["type"] == "guidance"
     assert boost["loops"][0]["tool_calls"] == ["multiply"]
@@ -146,14 +146,16 @@ async def test_guided_executor_without_a_tool_call_is_replanned_with_feedback():
     again = planner.requests[1]["messages"][-1]["content"]
     assert again.startswith("Request: What is 23 times 47?") and "Attempt 2 of 3" in again
     assert "called no tool" in again and "I think it is about 1000." in again
-    trace_loops = loop.history and [m for m in loop.history[0] if m["role"] == "assistant"]
+    trace_loops = loop.conversation.turns and [
+        m for m in loop.conversation.turns[0] if m["role"] == "assistant"
+    ]
     assert trace_loops[-1]["content"] == "It is 1081."
 
 
 async def test_garbage_planner_ends_in_a_direct_answer_after_max_loops():
     planner = ScriptedBackend("I like turtles.", "Blah blah.", "```json\n{}\n```")
     loop, executor, _ = make(planner, "Hello! How can I help?")
-    trace = await loop.ask("Hi there")
+    trace = await ask(loop, "Hi there")
     assert trace.reply == "Hello! How can I help?"
     assert len(planner.requests) == 3
     assert "I like turtles." in planner.requests[1]["messages"][-1]["content"]
@@ -178,7 +180,7 @@ class HangingPlanner:
 
 async def test_planner_timeout_falls_back_to_a_direct_answer_at_once():
     loop, executor, _ = make(HangingPlanner(), [("multiply", {"a": 2, "b": 3})], "It is 6.", timeout_s=0.05)
-    trace = await asyncio.wait_for(loop.ask("What is 2 times 3?"), 5)
+    trace = await asyncio.wait_for(ask(loop, "What is 2 times 3?"), 5)
     assert trace.reply == "It is 6." and trace.tool_calls[0]["result"] == "6"
     boost = trace.extra["boost"]
     assert [lp["type"] for lp in boost["loops"]] == ["timeout"]
@@ -188,7 +190,7 @@ async def test_planner_timeout_falls_back_to_a_direct_answer_at_once():
 async def test_unreachable_planner_falls_back_to_a_direct_answer():
     planner = ScriptedBackend(LlmError("llm-unreachable", "cannot reach the planner"))
     loop, _, _ = make(planner, "Hello.")
-    trace = await loop.ask("Hi")
+    trace = await ask(loop, "Hi")
     assert trace.reply == "Hello."
     assert trace.extra["boost"]["loops"][0] == {**trace.extra["boost"]["loops"][0], "type": "error"}
     assert "cannot reach the planner" in trace.extra["boost"]["loops"][0]["error"]
@@ -203,10 +205,10 @@ async def test_when_tools_sends_only_tool_like_requests_to_the_planner():
         "It is 1081.",
         when="tools",
     )
-    joke = await loop.ask("Tell me a joke")
+    joke = await ask(loop, "Tell me a joke")
     assert planner.requests == [] and joke.extra["boost"]["used"] is False
     assert joke.execution_path == "native"
-    sum_ = await loop.ask("What is 23 times 47?")
+    sum_ = await ask(loop, "What is 23 times 47?")
     assert len(planner.requests) == 1 and sum_.execution_path == "boost"
 
 
@@ -224,7 +226,16 @@ async def test_when_tools_sends_only_tool_like_requests_to_the_planner():
     ],
 )
 def test_may_need_tools(text, expected):
-    assert may_need_tools(text, registry()) is expected
+    from iris_voice.timers.service import TimerService
+    from iris_voice.timers.store import TimerStore
+    from iris_voice.tools.builtin import ToolContext, builtin_tools
+
+    timers = TimerService(TimerStore(":memory:"), lambda e: None)
+    tools = ToolRegistry([*builtin_tools(ToolContext("UTC", timers)), *registry()])
+    # the words come from the tools that declare them: without the built-ins only digits
+    # and tool names count
+    assert may_need_tools(text, tools) is expected
+    assert may_need_tools("What time is it in Paris?", registry()) is False
 
 
 def test_config_errors_name_the_key(monkeypatch):
@@ -266,16 +277,17 @@ def test_config_errors_name_the_key(monkeypatch):
 
 def test_build_responder_picks_boost_only_when_enabled(tmp_path):
     from iris_voice.config import IntentsConfig
-    from iris_voice.conversation.fastpath import FastPathResponder
+    from iris_voice.conversation.fastpath import FastPath
 
     cfg = Config(llm=LlmConfig(host="http://h:1", model="local"), intents=IntentsConfig(enabled=False))
-    assert isinstance(build_responder(cfg, registry()), ChatLoop)
+    plain = build_responder(cfg, registry())
+    assert plain.boost is None and plain.fast is None and isinstance(plain.chat, ChatLoop)
     cfg = cfg.model_copy(update={"boost": BoostConfig(enabled=True, model="big", temperature=0.7)})
-    boost = build_responder(cfg, registry())
-    assert isinstance(boost, BoostLoop)
+    boost = build_responder(cfg, registry()).boost
+    assert isinstance(boost, Boost)
     # with the fast path on (the default), it stands in front of the planner
     fast = build_responder(cfg.model_copy(update={"intents": IntentsConfig()}), registry())
-    assert isinstance(fast, FastPathResponder) and isinstance(fast.chat, BoostLoop)
+    assert isinstance(fast.fast, FastPath) and isinstance(fast.boost, Boost)
     assert isinstance(boost.planner, OllamaBackend)
     assert boost.planner.name == "big at http://h:1"  # the ollama planner defaults to llm.host
     assert boost.planner.cfg.temperature == 0.7 and boost.planner.cfg.request_timeout_s == 30.0

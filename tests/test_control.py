@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from iris_voice.app.control import ControlServer, daemon_running, request
-from iris_voice.errors import IrisError
-from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
 from iris_voice.app.commands import percentile
+from iris_voice.app.control import ControlServer, daemon_running, request
+from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
+from iris_voice.errors import IrisError
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
+from iris_voice.app.assembly import Engines
 from iris_voice.app.control import request
 from iris_voice.app.daemon import NOT_REACHABLE_AT_START, Daemon
-from iris_voice.app.assembly import Engines
+from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
 from tests.fakes_audio import SILENCE, FakeSink, FakeStt, FakeTts, FakeVad, FakeWake, ScriptSource, frames
 from tests.mcp_servers import time_server
 from tools.testbed import free_port
@@ -61,11 +61,11 @@ async def test_model_server_down_at_start_is_said_once_and_ready_comes_anyway(tm
 async def test_the_daemon_owns_its_mcp_servers(tmp_path, monkeypatch):
     daemon, notify, _ = _daemon(tmp_path, monkeypatch, mcp=McpConfig(servers=[time_server()]))
     task = await _started(daemon, notify)
-    assert {"get_tools_in_category", "execute_tool"} <= set(daemon.registry.names())
-    assert await daemon.mcp.wait_ready(30)
+    assert {"get_tools_in_category", "execute_tool"} <= set(daemon.app.registry.names())
+    assert await daemon.app.mcp.wait_ready(30)
     paris = {"tool_path": "time/get_current_time", "arguments": {"timezone": "Europe/Paris"}}
-    result = await daemon.registry.call("execute_tool", paris)
+    result = await daemon.app.registry.call("execute_tool", paris)
     assert result.ok and "Europe/Paris" in result.result
     daemon.request_stop()
     assert await asyncio.wait_for(task, 10) == 0
-    assert all(c.state == "stopped" for c in daemon.mcp.connections.values())
+    assert all(c.state == "stopped" for c in daemon.app.mcp.connections.values())

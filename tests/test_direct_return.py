@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from iris_voice.app.assembly import build_app
 from iris_voice.config import Config, LlmConfig, ToolsConfig
+from iris_voice.conversation.responder import ask
 from iris_voice.errors import ConfigError
 from iris_voice.events import EventBus, SentenceReady, TurnFinished
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.tools.builtin import build_registry
 from iris_voice.tools.builtin.calculator import make_calculator_tool
 from iris_voice.tools.builtin.clock import make_clock_tool
 from iris_voice.tools.registry import ToolRegistry, spoken, tool_from_function
-from tests.fakes import ScriptedBackend
+from tests.fakes import ScriptedBackend, chat_assistant
 
 WINTER = datetime(2025, 11, 22, 6, 5, tzinfo=UTC)
 TOKYO = "It is 3:05 PM on Saturday, November 22, 2025 in Tokyo (Asia/Tokyo, UTC+09:00)."
@@ -44,13 +44,15 @@ def make(*replies, **cfg):
     events: list = []
     bus.subscribe(events.append)
     cfg.setdefault("direct_return", ["get_current_time", "greet"])
-    loop = ChatLoop(backend, registry(), LlmConfig(**cfg), publish=bus.publish)
+    llm = LlmConfig(**cfg)
+    tools = registry().filtered(direct_return=llm.direct_return)  # config overrides what tools declare
+    loop = chat_assistant(backend, tools, llm, publish=bus.publish)
     return loop, backend, events
 
 
 async def test_a_direct_tool_is_spoken_after_one_model_round():
     loop, backend, events = make([("get_current_time", {"timezone": "Tokyo"})])
-    trace = await loop.ask("What time is it in Tokyo?")
+    trace = await ask(loop, "What time is it in Tokyo?")
     assert len(backend.requests) == 1 and trace.rounds == 1
     assert trace.reply == "It is 3:05 PM on Saturday, November 22, 2025 in Tokyo."
     d = trace.to_dict()
@@ -59,7 +61,7 @@ async def test_a_direct_tool_is_spoken_after_one_model_round():
     assert [e.text for e in events if isinstance(e, SentenceReady)] == [trace.reply]
     assert any(isinstance(e, TurnFinished) and e.reply == trace.reply for e in events)
     # a tool turn that ends with the result, which is what was said (zone kept for the model)
-    assert loop.history == [
+    assert loop.conversation.turns == [
         [
             {"role": "user", "content": "What time is it in Tokyo?"},
             {
@@ -76,8 +78,8 @@ async def test_a_direct_tool_is_spoken_after_one_model_round():
 
 async def test_the_next_turn_sees_the_direct_turn_in_its_history():
     loop, backend, _ = make([("greet", {"name": "Ada"})], "You greeted Ada.")
-    assert (await loop.ask("say hello to Ada")).reply == "Hello, Ada. Nice to meet you."
-    await loop.ask("whom did you greet?")
+    assert (await ask(loop, "say hello to Ada")).reply == "Hello, Ada. Nice to meet you."
+    await ask(loop, "whom did you greet?")
     messages = backend.requests[1]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
     assert messages[2]["tool_calls"] == [{"function": {"name": "greet", "arguments": {"name": "Ada"}}}]
@@ -89,8 +91,8 @@ async def test_a_barge_in_on_a_direct_reply_keeps_the_tool_turn():
     gen = loop.sentences("hello Ada")
     assert await gen.__anext__() == "Hello, Ada."
     await gen.aclose()
-    loop.amend_last_reply("Hello, Ada.")  # the tool ran: its turn stays as it is
-    assert [m["role"] for m in loop.history[0]] == ["user", "assistant", "tool"]
+    loop.conversation.amend_last("Hello, Ada.")  # the tool ran: its turn stays as it is
+    assert [m["role"] for m in loop.conversation.turns[0]] == ["user", "assistant", "tool"]
 
 
 async def test_a_multi_sentence_result_is_spoken_sentence_by_sentence():
@@ -100,20 +102,20 @@ async def test_a_multi_sentence_result_is_spoken_sentence_by_sentence():
 
 async def test_the_calculator_is_phrased_by_the_model():
     loop, backend, _ = make([("calculator", {"expression": "23*47"})], "23 times 47 is 1081.")
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     assert len(backend.requests) == 2 and trace.reply == "23 times 47 is 1081."
     assert "direct_return" not in trace.to_dict()
 
 
 async def test_a_tool_left_out_of_the_config_takes_two_rounds():
     loop, backend, _ = make([("greet", {"name": "Ada"})], "I said hello.", direct_return=["get_current_time"])
-    assert (await loop.ask("hello Ada")).reply == "I said hello."
+    assert (await ask(loop, "hello Ada")).reply == "I said hello."
     assert len(backend.requests) == 2
 
 
 async def test_a_failed_direct_call_goes_back_to_the_model():
     loop, backend, _ = make([("greet", {"name": "nobody"})], "There is nobody to greet.")
-    trace = await loop.ask("greet nobody")
+    trace = await ask(loop, "greet nobody")
     assert trace.reply == "There is nobody to greet." and len(backend.requests) == 2
     assert backend.requests[1]["messages"][-1]["content"].startswith("Error: greet failed")
 
@@ -121,14 +123,14 @@ async def test_a_failed_direct_call_goes_back_to_the_model():
 async def test_a_round_mixing_direct_and_other_tools_takes_two_rounds():
     calls = [("greet", {"name": "Ada"}), ("calculator", {"expression": "2+2"})]
     loop, backend, _ = make(calls, "Hello Ada, and 2 plus 2 is 4.")
-    assert (await loop.ask("greet Ada and add 2 and 2")).reply == "Hello Ada, and 2 plus 2 is 4."
+    assert (await ask(loop, "greet Ada and add 2 and 2")).reply == "Hello Ada, and 2 plus 2 is 4."
     assert len(backend.requests) == 2
 
 
 async def test_direct_return_in_text_tool_mode():
     text_call = '<tool_call>{"name": "get_current_time", "arguments": {"timezone": "Tokyo"}}</tool_call>'
     loop, backend, _ = make(text_call, no_tools=True)
-    trace = await loop.ask("time in Tokyo")
+    trace = await ask(loop, "time in Tokyo")
     assert trace.execution_path == "text" and trace.to_dict()["direct_return"] is True
     assert trace.reply == "It is 3:05 PM on Saturday, November 22, 2025 in Tokyo."
     assert len(backend.requests) == 2  # the refused native request, then one text round
@@ -141,10 +143,20 @@ def test_spoken_drops_only_notes_in_parentheses():
 
 def test_defaults_cover_the_sentence_tools_and_not_the_calculator(tmp_path: Path):
     cfg = Config(tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db")))
-    reg, _ = build_registry(cfg)
+    reg = build_app(cfg).registry
     sentence_tools = {t.name for t in reg if t.direct_return}
-    assert sentence_tools == set(cfg.llm.direct_return)
-    assert "calculator" not in sentence_tools and "get_current_time" in sentence_tools
+    assert cfg.llm.direct_return is None  # nothing overridden: each tool declares it
+    assert sentence_tools == set(reg.names()) - {"calculator"}
+    assert "get_current_time" in sentence_tools and "set_timer" in sentence_tools
+
+
+def test_direct_return_in_the_config_overrides_what_the_tools_declare(tmp_path: Path):
+    cfg = Config(
+        llm=LlmConfig(direct_return=["calculator"]),
+        tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db")),
+    )
+    reg = build_app(cfg).registry
+    assert {t.name for t in reg if t.direct_return} == {"calculator"}
 
 
 def test_an_unknown_name_in_direct_return_is_a_config_error(tmp_path: Path):
@@ -153,7 +165,7 @@ def test_an_unknown_name_in_direct_return_is_a_config_error(tmp_path: Path):
         tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db")),
     )
     with pytest.raises(ConfigError) as err:
-        build_registry(cfg)
+        build_app(cfg)
     assert err.value.problems[0].startswith("llm.direct_return: unknown tool 'set_timers'")
 
 
@@ -169,6 +181,6 @@ async def test_braces_written_around_a_direct_call_are_not_spoken():
             yield ChatChunk(tool_calls=(("greet", {"name": "Ada"}),))
             yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
 
-    loop = ChatLoop(BracesThenCall(), registry(), LlmConfig(direct_return=["greet"]))
-    trace = await loop.ask("greet Ada")
+    loop = chat_assistant(BracesThenCall(), registry().filtered(direct_return=["greet"]), LlmConfig())
+    trace = await ask(loop, "greet Ada")
     assert trace.reply == "Hello, Ada. Nice to meet you."

@@ -11,15 +11,15 @@ import pytest
 
 from iris_voice.cli.main import main
 from iris_voice.config import Config, IntentsConfig, LlmConfig
-from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished, TurnStarted
-from iris_voice.conversation.fastpath import FastPathResponder, IntentMatcher
 from iris_voice.conversation.chat import ChatLoop
-from iris_voice.conversation.responder import build_responder
+from iris_voice.conversation.fastpath import FastPath, IntentMatcher
+from iris_voice.conversation.responder import Assistant, ask, build_responder
+from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished, TurnStarted
 from iris_voice.tools.builtin.calculator import make_calculator_tool
 from iris_voice.tools.builtin.clock import make_clock_tool
-from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.builtin.timers import make_timer_tools
-from tests.fakes import ScriptedBackend
+from iris_voice.tools.registry import ToolRegistry
+from tests.fakes import ScriptedBackend, builtin_registry
 from tests.timer_harness import Harness
 
 TOKYO_REPLY = "It is 12:00 AM on Saturday, January 16, 2027 in Tokyo."  # T0 is Friday 3:00 PM UTC
@@ -27,7 +27,7 @@ TOKYO_REPLY = "It is 12:00 AM on Saturday, January 16, 2027 in Tokyo."  # T0 is 
 
 @pytest.fixture(scope="module")
 def matcher() -> IntentMatcher:
-    return IntentMatcher()
+    return IntentMatcher(builtin_registry().intents())
 
 
 class Setup:
@@ -43,10 +43,11 @@ class Setup:
         self.bus.subscribe(self.events.append)
         self.matcher = matcher
 
-    def responder(self, *replies, **llm) -> tuple[FastPathResponder, ScriptedBackend]:
+    def responder(self, *replies, **llm) -> tuple[Assistant, ScriptedBackend]:
         backend = ScriptedBackend(*replies)
         chat = ChatLoop(backend, self.registry, LlmConfig(**llm), publish=self.bus.publish)
-        return FastPathResponder(chat, self.matcher, self.bus.publish), backend
+        fast = FastPath(self.registry, self.matcher, self.bus.publish)
+        return Assistant(chat, fast=fast, publish=self.bus.publish), backend
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ async def s(tmp_path: Path, matcher: IntentMatcher) -> AsyncIterator[Setup]:
 )
 async def test_everyday_commands_are_answered_without_the_model(s: Setup, text: str, reply: str) -> None:
     responder, backend = s.responder()  # no scripted reply: asking the model would fail the test
-    trace = await responder.ask(text)
+    trace = await ask(responder, text)
     assert trace.reply == reply
     assert backend.requests == []
     d = trace.to_dict()
@@ -101,22 +102,22 @@ async def test_a_timer_conversation_on_the_fast_path(s: Setup) -> None:
         ("cancel all timers", "Cancelled the pasta timer."),
     ]
     for text, reply in say:
-        assert (await responder.ask(text)).reply == reply
+        assert (await ask(responder, text)).reply == reply
         if text == "set a pasta timer for eight minutes":
             s.h.clock.advance(20)
         if text == "pause the pasta timer":
             s.h.clock.advance(100)  # paused: nothing runs down
     assert backend.requests == []
     assert [r.state for r in s.h.store.list()] == ["cancelled"]
-    assert responder.history[-1][-1]["content"] == "Cancelled the pasta timer."
+    assert responder.conversation.turns[-1][-1]["content"] == "Cancelled the pasta timer."
 
 
 async def test_the_fast_path_publishes_the_turn_events(s: Setup) -> None:
     responder, _ = s.responder("You have no timer.")
-    await responder.ask("add 2 minutes to the timer")  # refused (no timer): the model answers
+    await ask(responder, "add 2 minutes to the timer")  # refused (no timer): the model answers
     s.events.clear()
     await s.h.service.set_timer(480, "pasta")
-    await responder.ask("add 2 minutes to the timer")
+    await ask(responder, "add 2 minutes to the timer")
     kinds = [type(e) for e in s.events]
     assert kinds == [TurnStarted, ToolCalled, SentenceReady, SentenceReady, TurnFinished]
     finished = s.events[-1]
@@ -128,7 +129,7 @@ async def test_the_fast_path_publishes_the_turn_events(s: Setup) -> None:
 )
 async def test_everything_else_goes_to_the_model(s: Setup, text: str) -> None:
     responder, backend = s.responder("Let me think about that.")
-    trace = await responder.ask(text)
+    trace = await ask(responder, text)
     assert len(backend.requests) == 1 and backend.requests[0]["messages"][-1]["content"] == text
     assert trace.reply == "Let me think about that." and trace.execution_path == "native"
     assert "intent" not in trace.to_dict()
@@ -136,17 +137,17 @@ async def test_everything_else_goes_to_the_model(s: Setup, text: str) -> None:
 
 async def test_a_refused_tool_call_goes_to_the_model_and_leaves_no_fast_turn(s: Setup) -> None:
     responder, backend = s.responder("You have no pasta timer.", "Dividing by zero is undefined.")
-    trace = await responder.ask("cancel the pasta timer")
+    trace = await ask(responder, "cancel the pasta timer")
     assert trace.reply == "You have no pasta timer." and len(backend.requests) == 1
     assert trace.to_dict()["intent"]["declined"].startswith("Error: No timers are running")
-    assert [m["role"] for m in responder.history[0]] == ["user", "assistant"]
-    assert (await responder.ask("what is 10 divided by 0")).reply == "Dividing by zero is undefined."
+    assert [m["role"] for m in responder.conversation.turns[0]] == ["user", "assistant"]
+    assert (await ask(responder, "what is 10 divided by 0")).reply == "Dividing by zero is undefined."
 
 
 async def test_a_disabled_tool_is_never_run_by_the_fast_path(tmp_path: Path, matcher: IntentMatcher) -> None:
     setup = Setup(tmp_path, matcher, tools=("get_current_time",))
     responder, backend = setup.responder("Four.")
-    assert (await responder.ask("what is 2 plus 2")).reply == "Four."
+    assert (await ask(responder, "what is 2 plus 2")).reply == "Four."
     assert len(backend.requests) == 1
     setup.h.store.close()
 
@@ -154,8 +155,8 @@ async def test_a_disabled_tool_is_never_run_by_the_fast_path(tmp_path: Path, mat
 async def test_a_follow_up_question_sees_the_fast_turn(s: Setup) -> None:
     paris = [("get_current_time", {"timezone": "Paris"})]
     responder, backend = s.responder(paris)
-    assert (await responder.ask("what time is it in Tokyo")).reply == TOKYO_REPLY
-    trace = await responder.ask("and in Paris?")
+    assert (await ask(responder, "what time is it in Tokyo")).reply == TOKYO_REPLY
+    trace = await ask(responder, "and in Paris?")
     assert trace.reply == "It is 4:00 PM on Friday, January 15, 2027 in Paris."  # direct return
     messages = backend.requests[0]["messages"]
     assert messages[1:] == [
@@ -176,8 +177,8 @@ async def test_a_follow_up_question_sees_the_fast_turn(s: Setup) -> None:
 
 async def test_in_text_tool_mode_the_fast_turn_is_written_as_text_calls(s: Setup) -> None:
     responder, backend = s.responder("Noted.", tool_mode="text")
-    await responder.ask("what is 6 times 7")
-    await responder.ask("thanks")
+    await ask(responder, "what is 6 times 7")
+    await ask(responder, "thanks")
     user, call, result, thanks = backend.requests[0]["messages"][1:]
     assert user == {"role": "user", "content": "what is 6 times 7"}
     assert call["role"] == "assistant" and call["content"].startswith("<tool_call>\n{")
@@ -200,15 +201,19 @@ async def test_a_barge_in_keeps_the_tool_turn(s: Setup) -> None:
     assert await gen.__anext__() == "Added 2 minutes to the pasta timer."
     await gen.aclose()
     assert s.h.store.pending()[0].due_at == s.h.clock.now() + 600  # the tool ran all the same
-    responder.amend_last_reply("Added 2 minutes to the pasta timer.")
-    assert [m["role"] for m in responder.history[-1]] == ["user", "assistant", "tool"]  # the tool ran: kept
-    assert responder.history[-1][-1]["content"].startswith("Added 2 minutes to the pasta timer.")
+    responder.conversation.amend_last("Added 2 minutes to the pasta timer.")
+    assert [m["role"] for m in responder.conversation.turns[-1]] == [
+        "user",
+        "assistant",
+        "tool",
+    ]  # the tool ran: kept
+    assert responder.conversation.turns[-1][-1]["content"].startswith("Added 2 minutes to the pasta timer.")
 
 
 async def test_build_responder_follows_the_config(s: Setup) -> None:
     fast = build_responder(Config(), s.registry)
-    assert isinstance(fast, FastPathResponder) and isinstance(fast.chat, ChatLoop)
-    assert isinstance(build_responder(Config(intents=IntentsConfig(enabled=False)), s.registry), ChatLoop)
+    assert isinstance(fast.fast, FastPath) and isinstance(fast.chat, ChatLoop)
+    assert build_responder(Config(intents=IntentsConfig(enabled=False)), s.registry).fast is None
 
 
 def _cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str):

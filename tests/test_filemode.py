@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iris_voice.config import Config, LlmConfig, ToolsConfig
 from iris_voice.app.assembly import Engines
 from iris_voice.app.filemode import FileTurns
+from iris_voice.config import Config, LlmConfig, ToolsConfig
 from tests.fakes import ScriptedBackend
 from tests.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
 from tests.voice_helpers import heard, share_heard

@@ -5,13 +5,34 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.conversation.fastpath import IntentMatcher
-from iris_voice.conversation.fastpath.numbers import number, seconds
-from iris_voice.conversation.fastpath.templates import HA_INTENTS, home_assistant_templates, iris_templates
+from iris_voice.conversation.fastpath.templates import home_assistant_templates, iris_templates
+from iris_voice.tools.spoken import number, seconds
+from tests.fakes import builtin_registry
+
+HA_INTENTS = {
+    "HassGetCurrentTime", "HassGetCurrentDate", "HassStartTimer", "HassCancelTimer",
+    "HassCancelAllTimers", "HassIncreaseTimer", "HassDecreaseTimer", "HassPauseTimer",
+    "HassUnpauseTimer", "HassTimerStatus",
+}  # fmt: skip
+"""The Home Assistant intents IRIS's built-in tools declare."""
 
 
 @pytest.fixture(scope="module")
 def matcher() -> IntentMatcher:
-    return IntentMatcher()
+    return IntentMatcher(builtin_registry().intents())
+
+
+def test_the_tools_declare_every_intent_of_the_templates() -> None:
+    declared = set(builtin_registry().intents())
+    assert declared == HA_INTENTS | {"IrisGetTimeIn", "IrisCalculate", "IrisSetReminder"}
+    assert set(iris_templates("en")["intents"]) <= declared  # no template without a tool
+
+
+def test_a_disabled_tool_takes_its_sentences_along() -> None:
+    tools = builtin_registry().filtered(disabled=["calculator"])
+    m = IntentMatcher(tools.intents())
+    assert m.match("what is twenty three times forty seven") is None
+    assert m.match("set a pasta timer for eight minutes") is not None
 
 
 def reading(matcher: IntentMatcher, text: str) -> tuple[str, str, dict] | None:
@@ -208,8 +229,8 @@ def test_near_misses_go_to_the_model(matcher: IntentMatcher, text: str) -> None:
 
 
 def test_home_assistant_templates_come_from_the_package() -> None:
-    ha = home_assistant_templates("en")
-    assert set(ha["intents"]) == set(HA_INTENTS)
+    ha = home_assistant_templates(HA_INTENTS | {"HassTurnOn"}, "en")
+    assert set(ha["intents"]) == HA_INTENTS  # HassTurnOn needs devices: nothing of it is usable
     sentences = [s for d in ha["intents"]["HassTimerStatus"]["data"] for s in d["sentences"]]
     assert "timer[s] status" in sentences
     # the parts about Home Assistant's areas and delayed commands are left out

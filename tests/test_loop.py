@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.config import LlmConfig
+from iris_voice.conversation.chat import LIMIT_NOTE
+from iris_voice.conversation.history import ToolMode, tool_turn_messages
+from iris_voice.conversation.responder import ask
+from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.errors import LlmError
 from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished
-from iris_voice.conversation.chat import FALLBACK_REPLY, LIMIT_NOTE, ChatLoop
-from iris_voice.tools.registry import ToolRegistry
-from tests.fakes import ScriptedBackend
+from iris_voice.tools.registry import ToolRegistry, ToolResult
+from tests.fakes import ScriptedBackend, chat_assistant
 
 
 def multiply(a: int, b: int) -> int:
@@ -28,8 +31,14 @@ def make(*replies, **cfg):
     bus = EventBus()
     events = []
     bus.subscribe(events.append)
-    loop = ChatLoop(backend, registry(), LlmConfig(**cfg), publish=bus.publish)
+    loop = chat_assistant(backend, registry(), LlmConfig(**cfg), publish=bus.publish)
     return loop, backend, events
+
+
+def record_fast(loop, text: str, result: ToolResult) -> None:
+    """Write a turn as the fast path does: the call, its result, and the result's sentence open."""
+    turn = [{"role": "user", "content": text}, *tool_turn_messages(ToolMode.NATIVE, "", [result])]
+    loop.conversation.add(turn, open_reply=result.result)
 
 
 async def test_plain_answer_streams_sentences_without_tools_called():
@@ -47,7 +56,7 @@ async def test_plain_answer_streams_sentences_without_tools_called():
 
 async def test_structured_call_runs_tool_and_feeds_result_back():
     loop, backend, events = make([("multiply", {"a": "23", "b": 47})], "23 times 47 is 1081.")
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     assert trace.reply == "23 times 47 is 1081."
     assert trace.rounds == 2 and trace.execution_path == "native"
     assert trace.tool_calls[0]["name"] == "multiply" and trace.tool_calls[0]["result"] == "1081"
@@ -72,7 +81,7 @@ async def test_call_leaked_into_content_is_recovered_and_never_spoken():
 
 async def test_bad_arguments_go_back_to_the_model_as_error():
     loop, backend, _ = make([("multiply", {"a": "x", "b": 1})], [("multiply", {"a": 1, "b": 1})], "It is 1.")
-    trace = await loop.ask("1 times 1")
+    trace = await ask(loop, "1 times 1")
     assert [c["ok"] for c in trace.tool_calls] == [False, True]
     err = backend.requests[1]["messages"][-1]["content"]
     assert err.startswith("Error: invalid arguments for multiply: a:")
@@ -81,7 +90,7 @@ async def test_bad_arguments_go_back_to_the_model_as_error():
 async def test_call_limit_then_final_answer_without_tools():
     calls = [[("multiply", {"a": i, "b": 1})] for i in range(5)]
     loop, backend, _ = make(*calls[:2], "Done.", max_tool_calls=2)
-    trace = await loop.ask("loop forever")
+    trace = await ask(loop, "loop forever")
     assert len(trace.tool_calls) == 2 and trace.reply == "Done."
     assert backend.requests[2]["tools"] is None
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
@@ -89,7 +98,7 @@ async def test_call_limit_then_final_answer_without_tools():
 
 async def test_unknown_tool_is_an_error_result_not_a_crash():
     loop, backend, _ = make([("launch_rocket", {})], "I cannot do that.")
-    trace = await loop.ask("launch")
+    trace = await ask(loop, "launch")
     assert trace.tool_calls[0]["ok"] is False
     assert "unknown tool 'launch_rocket'" in backend.requests[1]["messages"][-1]["content"]
 
@@ -97,7 +106,7 @@ async def test_unknown_tool_is_an_error_result_not_a_crash():
 async def test_auto_mode_switches_to_text_when_model_has_no_tools():
     text_call = '<tool_call>{"name": "multiply", "arguments": {"a": 6, "b": 7}}</tool_call>'
     loop, backend, _ = make(text_call, "Six times seven is 42.", no_tools=True)
-    trace = await loop.ask("6 times 7")
+    trace = await ask(loop, "6 times 7")
     assert trace.execution_path == "text" and trace.reply == "Six times seven is 42."
     assert trace.tool_calls[0]["result"] == "42"
     system = backend.requests[1]["messages"][0]["content"]
@@ -108,14 +117,14 @@ async def test_auto_mode_switches_to_text_when_model_has_no_tools():
 async def test_native_mode_does_not_fall_back():
     loop, _, _ = make("x", no_tools=True, tool_mode="native")
     with pytest.raises(LlmError) as err:
-        await loop.ask("hi")
+        await ask(loop, "hi")
     assert err.value.code == "llm-no-tools"
 
 
 async def test_prefix_is_stable_and_history_is_kept():
     loop, backend, _ = make("First answer.", "Second answer.")
-    await loop.ask("one")
-    await loop.ask("two")
+    await ask(loop, "one")
+    await ask(loop, "two")
     a, b = backend.requests
     assert a["messages"][0] == b["messages"][0] and a["tools"] == b["tools"]
     assert [m["content"] for m in b["messages"][1:]] == ["one", "First answer.", "two"]
@@ -124,12 +133,12 @@ async def test_prefix_is_stable_and_history_is_kept():
 async def test_history_bounded_and_reset_when_idle():
     now = [0.0]
     backend = ScriptedBackend(*[f"Answer {i}." for i in range(6)])
-    loop = ChatLoop(
+    loop = chat_assistant(
         backend, registry(), LlmConfig(history_turns=2, history_idle_reset_s=60), clock=lambda: now[0]
     )
     for i in range(4):
-        await loop.ask(f"q{i}")
-    assert len(loop.history) == 2
+        await ask(loop, f"q{i}")
+    assert len(loop.conversation.turns) == 2
     assert [m["content"] for m in backend.requests[3]["messages"][1:]] == [
         "q1",
         "Answer 1.",
@@ -138,7 +147,7 @@ async def test_history_bounded_and_reset_when_idle():
         "q3",
     ]
     now[0] = 1000.0
-    await loop.ask("after lunch")
+    await ask(loop, "after lunch")
     assert [m["content"] for m in backend.requests[4]["messages"][1:]] == ["after lunch"]
 
 
@@ -147,26 +156,26 @@ async def test_interrupted_turn_keeps_only_what_was_spoken():
     gen = loop.sentences("count")
     assert await gen.__anext__() == "One."
     await gen.aclose()
-    assert loop.history[-1][-1] == {"role": "assistant", "content": "One."}
+    assert loop.conversation.turns[-1][-1] == {"role": "assistant", "content": "One."}
     assert not any(isinstance(e, TurnFinished) for e in events)
 
 
 async def test_empty_reply_falls_back_to_a_sentence():
     loop, _, _ = make("")
-    assert (await loop.ask("...")).reply == FALLBACK_REPLY
+    assert (await ask(loop, "...")).reply == FALLBACK_REPLY
 
 
 async def test_server_error_propagates_and_turn_is_forgotten():
     loop, _, _ = make(LlmError("llm-unreachable", "cannot reach"))
     with pytest.raises(LlmError):
-        await loop.ask("hello")
-    assert loop.history == []
+        await ask(loop, "hello")
+    assert loop.conversation.turns == []
 
 
 async def test_repeated_identical_call_is_not_run_again():
     call = [("multiply", {"a": 23, "b": 47})]
     loop, backend, _ = make(call, call, "It is 1081.")
-    trace = await loop.ask("23 times 47")
+    trace = await ask(loop, "23 times 47")
     assert len(trace.tool_calls) == 1 and trace.reply == "It is 1081."
     assert backend.requests[2]["tools"] is None
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
@@ -175,7 +184,7 @@ async def test_repeated_identical_call_is_not_run_again():
 async def test_tools_tag_wrapper_is_a_call_and_never_spoken():
     wrapped = '<tools>\n{"name": "multiply", "arguments": {"a": 2, "b": 5}}\n</tools>'
     loop, _, _ = make(wrapped, "<tools>\n\n</tools>\n")
-    trace = await loop.ask("2 times 5")
+    trace = await ask(loop, "2 times 5")
     assert trace.tool_calls[0]["result"] == "10"
     assert trace.reply == "10"  # nothing speakable came back: the tool's own result is spoken
 
@@ -184,14 +193,14 @@ async def test_repeated_call_after_an_answer_ends_the_turn_without_saying_it_twi
     call = [("multiply", {"a": 23, "b": 47})]
     repeat = 'The result is `1081`.\n```json\n{"name": "multiply", "arguments": {"a": 23, "b": 47}}\n```'
     loop, backend, _ = make(call, repeat)
-    trace = await loop.ask("23 times 47")
+    trace = await ask(loop, "23 times 47")
     assert trace.reply == "The result is 1081."
     assert len(backend.requests) == 2 and len(trace.tool_calls) == 1
 
 
 async def test_a_sentence_repeated_verbatim_is_spoken_once():
     loop, _, _ = make("It is 1081. It is 1081. Anything else?")
-    assert (await loop.ask("23 times 47")).reply == "It is 1081. Anything else?"
+    assert (await ask(loop, "23 times 47")).reply == "It is 1081. Anything else?"
 
 
 async def test_a_copied_call_lead_in_is_not_spoken():
@@ -204,25 +213,21 @@ async def test_a_copied_call_lead_in_is_not_spoken():
 
 
 async def test_a_turn_ending_with_a_tool_result_gets_its_reply_once_another_follows():
-    from iris_voice.tools.registry import ToolResult
-
     loop, backend, _ = make("Sure.", "Fine.")
     first = ToolResult(
         name="multiply", arguments={"a": 2, "b": 3}, ok=True, result="2 times 3 is 6.", duration_ms=1.0
     )
-    loop.record_turn("2 times 3", [first])
-    await loop.ask("and a joke?")
+    record_fast(loop, "2 times 3", first)
+    await ask(loop, "and a joke?")
     # while it was the last turn, the fast-path turn ended with its tool result
     assert backend.requests[0]["messages"][-2]["role"] == "tool"
-    await loop.ask("thanks")
-    closed = loop.history[0]
+    await ask(loop, "thanks")
+    closed = loop.conversation.turns[0]
     assert closed[-1] == {"role": "assistant", "content": "2 times 3 is 6."}
     assert [m["role"] for m in backend.requests[1]["messages"][1:4]] == ["user", "assistant", "tool"]
 
 
 async def test_a_cut_off_fast_path_turn_keeps_what_was_heard():
-    from iris_voice.tools.registry import ToolResult
-
     loop, _, _ = make("Sure.")
     said = ToolResult(
         name="multiply",
@@ -231,11 +236,11 @@ async def test_a_cut_off_fast_path_turn_keeps_what_was_heard():
         result="2 times 3 is 6. Anything else?",
         duration_ms=1.0,
     )
-    loop.record_turn("2 times 3", [said])
-    loop.amend_last_reply("2 times 3 is 6.")
-    await loop.ask("thanks")
-    assert loop.history[0][-1] == {"role": "assistant", "content": "2 times 3 is 6."}
-    loop.record_turn("2 times 3", [said])
-    loop.amend_last_reply("")
+    record_fast(loop, "2 times 3", said)
+    loop.conversation.amend_last("2 times 3 is 6.")
+    await ask(loop, "thanks")
+    assert loop.conversation.turns[0][-1] == {"role": "assistant", "content": "2 times 3 is 6."}
+    record_fast(loop, "2 times 3", said)
+    loop.conversation.amend_last("")
     # nothing heard: that turn is forgotten
-    assert [t[0]["content"] for t in loop.history] == ["2 times 3", "thanks"]
+    assert [t[0]["content"] for t in loop.conversation.turns] == ["2 times 3", "thanks"]

@@ -15,10 +15,10 @@ import pytest
 from iris_voice import config
 from iris_voice.cli.main import main
 from iris_voice.errors import ConfigError, ToolError
-from iris_voice.tools.render import FORMATS, render
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL
 from iris_voice.tools.mcp.results import MAX_RESULT_CHARS, result_text
 from iris_voice.tools.mcp.schema import check_arguments, compact_input_schema, schema_problem
+from iris_voice.tools.render import FORMATS, render
 from tests.mcp_servers import PY, calculator, execute, running, time_server
 
 pytestmark = pytest.mark.timeout(90)

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from iris_voice.config import McpServerConfig
-from iris_voice.tools.render import FORMATS, render
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, McpManager
 from iris_voice.tools.registry import ToolRegistry
+from iris_voice.tools.render import FORMATS, render
 from tests.mcp_servers import FLAKY, PY, execute, flaky, running, time_server
 
 pytestmark = pytest.mark.timeout(90)

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from iris_voice.app.assembly import build_app
 from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig
-from iris_voice.conversation.boost import BoostLoop, planner_backend
-from iris_voice.llm.client import OllamaBackend
+from iris_voice.conversation.boost import Boost, planner_backend
 from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.responder import Assistant, ask
+from iris_voice.llm.client import OllamaBackend
 from iris_voice.llm.openai_client import OpenAIBackend
-from iris_voice.tools.builtin import build_registry
 from tests.fakes import ScriptedBackend
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -41,21 +42,21 @@ class Counting:
         return self.backend.stream(messages, tools, options)
 
 
-def make(server, tmp_path: Path, planner=None) -> tuple[BoostLoop, Counting]:
+def make(server, tmp_path: Path, planner=None) -> tuple[Assistant, Counting]:
     cfg = Config(
         llm=LlmConfig(host=server.url, model=MODEL, temperature=0.0),
         tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "timers.db")),
         boost=BoostConfig(enabled=True, temperature=0.0, timeout_s=240),
     )
-    registry, _ = build_registry(cfg)
+    registry = build_app(cfg).registry
     executor = Counting(OllamaBackend(cfg.llm))
     chat = ChatLoop(executor, registry, cfg.llm)
-    return BoostLoop(chat, planner or planner_backend(cfg), cfg.boost), executor
+    return Assistant(chat, boost=Boost(chat, planner or planner_backend(cfg), cfg.boost)), executor
 
 
 async def test_summary_answers_without_the_executor(ollama_server, tmp_path):
     loop, executor = make(ollama_server, tmp_path)
-    trace = await loop.ask("Who wrote Romeo and Juliet?")
+    trace = await ask(loop, "Who wrote Romeo and Juliet?")
     boost = trace.extra["boost"]
     assert boost["final"] == "summary", trace.to_dict()
     assert [lp["type"] for lp in boost["loops"]] == ["summary"]
@@ -66,7 +67,7 @@ async def test_summary_answers_without_the_executor(ollama_server, tmp_path):
 
 async def test_guidance_gets_the_tool_called(ollama_server, tmp_path):
     loop, executor = make(ollama_server, tmp_path)
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     boost = trace.extra["boost"]
     assert boost["final"] == "guidance", trace.to_dict()
     assert boost["loops"][0]["type"] == "guidance" and "calculator" in boost["loops"][0]["guidance"]
@@ -78,7 +79,7 @@ async def test_guidance_gets_the_tool_called(ollama_server, tmp_path):
 async def test_garbage_planner_ends_in_a_direct_answer_after_three_loops(ollama_server, tmp_path):
     garbage = ScriptedBackend("I like turtles.", "Bananas are yellow.", "```json\n{}\n```")
     loop, executor = make(ollama_server, tmp_path, planner=garbage)
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     boost = trace.extra["boost"]
     assert [lp["type"] for lp in boost["loops"]] == ["invalid"] * 3
     assert boost["final"] == "direct" and len(garbage.requests) == 3
@@ -91,7 +92,7 @@ async def test_openai_planner_on_llama_cpp_server_guides_a_tool_call(ollama_serv
     direct = [c.content async for c in planner.stream([{"role": "user", "content": "Say hi."}], None)]
     assert "".join(direct).strip()
     loop, _ = make(ollama_server, tmp_path, planner=planner)
-    trace = await loop.ask("What time is it in Tokyo?")
+    trace = await ask(loop, "What time is it in Tokyo?")
     boost = trace.extra["boost"]
     assert boost["final"] == "guidance", trace.to_dict()
     assert boost["planner"] == f"planner at {openai_server.url}"

@@ -9,11 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from iris_voice.config import Config, LlmConfig, ToolsConfig
-from iris_voice.llm.client import OllamaBackend
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.tools.builtin import build_registry
-from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL, McpManager, with_mcp_hint
+from iris_voice.app.assembly import open_app
+from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
+from iris_voice.conversation.responder import ask
+from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL, LAZY_HINT
 from tests.mcp_servers import calculator, time_server
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
@@ -33,20 +32,17 @@ async def test_time_in_paris_through_a_lazy_mcp_server(ollama_server, tmp_path):
     llm = LlmConfig(host=ollama_server.url, model="qwen2.5-coder:1.5b", temperature=0.0)
     # The native clock is left out: the MCP time server is the only way to the time.
     tools = ToolsConfig(timezone="UTC", disabled=["get_current_time"], timers_db=str(tmp_path / "t.db"))
-    cfg = Config(llm=llm, tools=tools)
     servers = [
         time_server(description="get the current time in any time zone"),
         calculator(description="evaluate math expressions"),
     ]
+    cfg = Config(llm=llm, tools=tools, mcp=McpConfig(servers=servers))
     devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with McpManager(servers, errlog=devnull) as manager:
-        assert await manager.wait_ready(60)
-        registry, _ = build_registry(cfg)
-        manager.register(registry)
-        assert "time/get_current_time" not in registry  # lazy: not in the prompt
-        llm = with_mcp_hint(cfg.llm, manager)
-        loop = ChatLoop(OllamaBackend(llm), registry, llm)
-        trace = await loop.ask("What time is it in Paris?")
+    async with open_app(cfg, errlog=devnull) as app:  # the assembly every entry point uses
+        assert app.mcp is not None and await app.mcp.wait_ready(60)
+        assert "time/get_current_time" not in app.registry  # lazy: not in the prompt
+        assert app.cfg.llm.system_prompt.endswith(LAZY_HINT)
+        trace = await ask(app.responder, "What time is it in Paris?")
     devnull.close()
     calls = [(c["name"], c["arguments"], c["ok"]) for c in trace.tool_calls]
     names = [c[0] for c in calls]

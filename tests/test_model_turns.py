@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 import pytz
 
-from iris_voice.config import Config, LlmConfig, ToolsConfig
-from iris_voice.llm.client import OllamaBackend
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.tools.builtin import build_registry
+from iris_voice.app.assembly import build_app
+from iris_voice.config import Config, IntentsConfig, LlmConfig, ToolsConfig
+from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.timers.store import TimerStore
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]
@@ -24,12 +23,13 @@ pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]
 MODEL = "qwen2.5-coder:1.5b"
 
 
-def make_loop(server, tmp_path: Path, model: str = MODEL, **llm) -> tuple[ChatLoop, Path]:
+def make_loop(server, tmp_path: Path, model: str = MODEL, **llm) -> tuple[Assistant, Path]:
+    """The model alone (no fast path): these questions are for it."""
     db = tmp_path / "timers.db"
     llm_cfg = LlmConfig(host=server.url, model=model, temperature=0.0, **llm)
-    cfg = Config(llm=llm_cfg, tools=ToolsConfig(timezone="UTC", timers_db=str(db)))
-    registry, _ = build_registry(cfg)
-    return ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm), db
+    tools = ToolsConfig(timezone="UTC", timers_db=str(db))
+    cfg = Config(llm=llm_cfg, tools=tools, intents=IntentsConfig(enabled=False))
+    return build_app(cfg).responder, db
 
 
 def hours_spoken(reply: str) -> set[int]:
@@ -41,7 +41,7 @@ def hours_spoken(reply: str) -> set[int]:
 
 async def test_time_in_tokyo(ollama_server, tmp_path):
     loop, _ = make_loop(ollama_server, tmp_path)
-    trace = await loop.ask("What time is it in Tokyo?")
+    trace = await ask(loop, "What time is it in Tokyo?")
     calls = [c for c in trace.tool_calls if c["name"] == "get_current_time" and c["ok"]]
     assert calls, trace.to_dict()
     assert "Asia/Tokyo" in calls[0]["result"]
@@ -56,7 +56,7 @@ async def test_time_in_tokyo(ollama_server, tmp_path):
 
 async def test_calculator(ollama_server, tmp_path):
     loop, _ = make_loop(ollama_server, tmp_path)
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     assert any(c["name"] == "calculator" and c["ok"] for c in trace.tool_calls), trace.to_dict()
     assert "1081" in trace.reply.replace(",", "")
     assert trace.execution_path == "native" and trace.rounds >= 2
@@ -65,7 +65,7 @@ async def test_calculator(ollama_server, tmp_path):
 
 async def test_pasta_timer_is_stored(ollama_server, tmp_path):
     loop, db = make_loop(ollama_server, tmp_path)
-    trace = await loop.ask("Set a pasta timer for five minutes.")
+    trace = await ask(loop, "Set a pasta timer for five minutes.")
     assert any(c["name"] == "set_timer" and c["ok"] for c in trace.tool_calls), trace.to_dict()
     pending = TimerStore(db).pending()
     assert len(pending) == 1
@@ -76,14 +76,14 @@ async def test_pasta_timer_is_stored(ollama_server, tmp_path):
 
 async def test_plain_chat_calls_no_tool(ollama_server, tmp_path):
     loop, _ = make_loop(ollama_server, tmp_path)
-    trace = await loop.ask("Tell me a short fun fact about octopuses.")
+    trace = await ask(loop, "Tell me a short fun fact about octopuses.")
     assert trace.tool_calls == [], trace.to_dict()
     assert len(trace.reply) > 10 and "<tool_call>" not in trace.reply
 
 
 async def test_model_without_tool_support_uses_text_mode(ollama_server, tmp_path):
     loop, _ = make_loop(ollama_server, tmp_path, model="qwen-notools")
-    trace = await loop.ask("What is 23 times 47?")
+    trace = await ask(loop, "What is 23 times 47?")
     assert trace.execution_path == "text"
     assert any(c["name"] == "calculator" and c["ok"] for c in trace.tool_calls), trace.to_dict()
     assert "1081" in trace.reply.replace(",", "")
@@ -95,7 +95,11 @@ def run_cli(server, tmp_path, *args, host=None):
     env.pop("IRIS_CONFIG", None)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
     return subprocess.run(
-        [sys.executable, "-m", "iris_voice.cli.main", *args], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "iris_voice.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice import models
-from iris_voice.speech.wake import resolve_wake_model
+from iris_voice.speech import model_files as models
 from iris_voice.speech.model_files import ModelMissing, piper_voice_files, whisper_model_dir
+from iris_voice.speech.wake import resolve_wake_model
 
 
 def _ct2(path: Path) -> Path:

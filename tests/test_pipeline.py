@@ -21,8 +21,8 @@ from iris_voice.events import (
     TurnStarted,
     WakeWordDetected,
 )
+from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
-from iris_voice.conversation.chat import ChatLoop
 from iris_voice.voice.pipeline import (
     UNREACHABLE,
     VoicePipeline,
@@ -31,8 +31,7 @@ from iris_voice.voice.pipeline import (
     wake_phrase_pattern,
 )
 from iris_voice.voice.speaker import ReplySpeaker
-from iris_voice.tools.registry import ToolRegistry
-from tests.fakes import ScriptedBackend
+from tests.fakes import ScriptedBackend, chat_assistant
 from tests.fakes_audio import (
     SILENCE,
     SPEECH,
@@ -56,7 +55,7 @@ class Harness:
         self.events: list = []
         self.bus.subscribe(self.events.append)
         self.vad, self.wake, self.stt, self.tts, self.sink = FakeVad(), FakeWake(), stt, FakeTts(), FakeSink()
-        self.chat = ChatLoop(backend, ToolRegistry(), LlmConfig(), publish=self.bus.publish)
+        self.chat = chat_assistant(backend, ToolRegistry(), LlmConfig(), publish=self.bus.publish)
         self.listener = Listener(self.cfg, self.vad, self.wake, self.bus.publish)
         self.pipeline = VoicePipeline(
             self.listener, stt, self.chat, ReplySpeaker(self.tts, self.sink), self.bus
@@ -165,7 +164,7 @@ async def test_follow_up_needs_no_wake_word():
 
 async def test_muted_hears_nothing():
     h = Harness(ScriptedBackend(), FakeStt("x"))
-    h.listener.muted = True
+    h.listener.mute()
     await h.run(ScriptSource(QUESTION))
     assert h.wake.calls == 0 and h.stt.audio == []
 
@@ -191,7 +190,7 @@ async def test_barge_in_cuts_the_reply_and_keeps_only_what_was_heard():
     stopped = next(e for e in h.events if isinstance(e, PlaybackStopped) and e.interrupted)
     assert stopped.spoken == heard
     # the model's memory holds what the user heard, not what it had written
-    assert h.chat.history[0][-1]["content"] == heard
+    assert h.chat.conversation.turns[0][-1]["content"] == heard
     assert [e.during_speech for e in h.events if isinstance(e, WakeWordDetected)] == [False, True]
     assert second["trigger"] == "barge_in" and h.tts.spoken[-1] == "Okay, stopping."
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from iris_voice.app.assembly import build_app
 from iris_voice.config import Config, ToolsConfig
 from iris_voice.conversation.plan import (
     Attempt,
@@ -13,7 +14,6 @@ from iris_voice.conversation.plan import (
     planner_request,
     tools_text,
 )
-from iris_voice.tools.builtin import build_registry
 
 
 @pytest.mark.parametrize(
@@ -165,7 +165,7 @@ def test_a_planner_inventing_the_next_request_is_cut_off():
 
 
 def test_planner_prompt_has_tools_as_text_and_examples_for_present_tools(tmp_path):
-    registry, _ = build_registry(Config(tools=ToolsConfig(timers_db=str(tmp_path / "t.db"))))
+    registry = build_app(Config(tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))).registry
     text = tools_text(registry.specs(), "concise")
     assert "calculator" in text and "get_current_time" in text
     assert "<tool_call>" not in text

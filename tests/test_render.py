@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iris_voice.llm.textcalls import extract_calls
+from iris_voice.tools.registry import ToolSpec, tool_from_function
 from iris_voice.tools.render import (
     FORMATS,
     SYSTEM_TOOL_INSTRUCTIONS,
@@ -19,8 +21,6 @@ from iris_voice.tools.render import (
     render_json,
     schema_type_label,
 )
-from iris_voice.llm.textcalls import extract_calls
-from iris_voice.tools.registry import ToolSpec, tool_from_function
 
 CALCULATOR = ToolSpec(
     "calculator",

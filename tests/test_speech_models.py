@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
-from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded, UtteranceStarted
-from iris_voice.speech.wake import OpenWakeWordDetector
 from iris_voice.config import SttConfig, TtsConfig, WakeConfig
 from iris_voice.speech.model_files import ModelMissing
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.tts import PiperSynthesizer, speakable
+from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded, UtteranceStarted
+from iris_voice.speech.wake import OpenWakeWordDetector
 from tools.fixtures import read_wav
 
 pytestmark = pytest.mark.speech

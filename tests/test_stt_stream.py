@@ -16,13 +16,12 @@ import pytest
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import AudioConfig, LlmConfig
 from iris_voice.events import EventBus, SpeechEnded, Transcript
-from iris_voice.voice.listener import Listener
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.voice.pipeline import VoicePipeline
-from iris_voice.voice.speaker import ReplySpeaker
 from iris_voice.speech.stt_stream import IncrementalSession, StreamingTranscriber, join_texts
 from iris_voice.tools.registry import ToolRegistry
-from tests.fakes import ScriptedBackend
+from iris_voice.voice.listener import Listener
+from iris_voice.voice.pipeline import VoicePipeline
+from iris_voice.voice.speaker import ReplySpeaker
+from tests.fakes import ScriptedBackend, chat_assistant
 from tests.fakes_audio import (
     SILENCE,
     SPEECH,
@@ -230,7 +229,7 @@ def pipeline(stt: StreamingTranscriber, **audio) -> tuple[VoicePipeline, list]:
     events: list = []
     bus.subscribe(events.append)
     listener = Listener(cfg, FakeVad(), FakeWake(), bus.publish)
-    chat = ChatLoop(ScriptedBackend("Sure."), ToolRegistry(), LlmConfig(), publish=bus.publish)
+    chat = chat_assistant(ScriptedBackend("Sure."), ToolRegistry(), LlmConfig(), publish=bus.publish)
     return VoicePipeline(listener, stt, chat, ReplySpeaker(FakeTts(), FakeSink()), bus), events
 
 
@@ -265,8 +264,8 @@ async def test_an_abandoned_capture_cancels_its_session():
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_the_engines_wrap_whisper_only_when_incremental(incremental):
-    from iris_voice.config import Config, SttConfig
     from iris_voice.app.assembly import build_engines
+    from iris_voice.config import Config, SttConfig
 
     cfg = Config(stt=SttConfig(incremental=incremental, incremental_min_s=3.0, incremental_pause_ms=120))
     stt = build_engines(cfg, wake=False).stt

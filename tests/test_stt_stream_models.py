@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
-from iris_voice.speech.vad import SileroDetector
 from iris_voice.config import SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.stt_stream import StreamingTranscriber
+from iris_voice.speech.vad import SileroDetector
 from tools.fixtures import read_wav
 
 pytestmark = pytest.mark.speech

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.registry import ToolRegistry
-from iris_voice.timers.store import TimerStore
-from iris_voice.timers.store import SCHEMA_VERSION
+from iris_voice.timers.store import SCHEMA_VERSION, TimerStore
 from iris_voice.tools.builtin.timers import make_timer_tools
+from iris_voice.tools.registry import ToolRegistry
 from tests.timer_harness import IDLE, T0, Harness
 
 # The layout IRIS shipped first (schema version 0), as it is on users' disks.

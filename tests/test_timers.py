@@ -13,11 +13,10 @@ import pytest
 
 from iris_voice.errors import ToolError
 from iris_voice.events import EventBus, TimerFinished
-from iris_voice.tools.registry import ToolRegistry
 from iris_voice.timers.service import RETRY_SECONDS, TimerService
-from iris_voice.timers.store import TimerStore
+from iris_voice.timers.store import TimerRow, TimerStore, default_db_path
 from iris_voice.tools.builtin.timers import make_timer_tools
-from iris_voice.timers.store import TimerRow, default_db_path
+from iris_voice.tools.registry import ToolRegistry
 from tests.fakes_clock import FakeClock
 from tests.timer_harness import T0, Harness
 

@@ -183,4 +183,3 @@ async def open_app(
         yield app
     finally:
         await app.close()
-

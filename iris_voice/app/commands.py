@@ -100,7 +100,11 @@ class ControlCommands:
                 "wake": eng.wake.name if eng and eng.wake else None,
                 "llm": self.cfg.llm.model,
             },
-            "llm": {"host": self.cfg.llm.host, "reachable": self.health.reachable, "error": self.health.error},
+            "llm": {
+                "host": self.cfg.llm.host,
+                "reachable": self.health.reachable,
+                "error": self.health.error,
+            },
             "timers": {"next_due": self.timers_service.next_due},
             "alarm_ringing": self.alarms.ringing.message if self.alarms.ringing else None,
             "first_audio_ms": {

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from iris_voice.errors import Code, IrisError
 from iris_voice.app.runtime import socket_path
+from iris_voice.errors import Code, IrisError
 
 log = logging.getLogger(__name__)
 

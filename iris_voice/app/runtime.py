@@ -54,7 +54,8 @@ class InstanceLock:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise IrisError(
-                Code.ALREADY_RUNNING, f"IRIS is already running for this user (pid {holder}, lock {self.path})"
+                Code.ALREADY_RUNNING,
+                f"IRIS is already running for this user (pid {holder}, lock {self.path})",
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

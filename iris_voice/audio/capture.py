@@ -23,7 +23,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.resample import StreamResampler, to_int16
 from iris_voice.config import AudioConfig
-from iris_voice.errors import Code, AudioError
+from iris_voice.errors import AudioError, Code
 from iris_voice.events import AudioDeviceProblem, Event
 
 log = logging.getLogger(__name__)

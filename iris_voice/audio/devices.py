@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
-from iris_voice.errors import Code, AudioError
+from iris_voice.errors import AudioError, Code
 
 log = logging.getLogger(__name__)
 

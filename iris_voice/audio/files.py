@@ -19,7 +19,7 @@ import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.resample import resample, to_int16
-from iris_voice.errors import Code, AudioError
+from iris_voice.errors import AudioError, Code
 
 
 def read_wav(path: str | os.PathLike[str]) -> tuple[np.ndarray, int]:

@@ -34,7 +34,7 @@ from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.resample import resample, to_int16
 from iris_voice.config import AudioConfig
-from iris_voice.errors import Code, AudioError
+from iris_voice.errors import AudioError, Code
 from iris_voice.events import AudioDeviceProblem, Event
 
 log = logging.getLogger(__name__)

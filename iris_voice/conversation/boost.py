@@ -43,7 +43,7 @@ from iris_voice.conversation.plan import (
 )
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
-from iris_voice.errors import ConfigError, LlmError
+from iris_voice.errors import Code, ConfigError, LlmError
 from iris_voice.events import ExecutionPath
 from iris_voice.llm.client import ChatBackend, ChatChunk, OllamaBackend
 from iris_voice.tools.registry import ToolRegistry

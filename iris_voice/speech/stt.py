@@ -109,7 +109,9 @@ class FasterWhisperTranscriber:
                     cpu_threads=self.cfg.threads,
                 )
             except (RuntimeError, ValueError, OSError) as exc:
-                raise SpeechError(Code.MODEL_INVALID, f"stt.model: cannot load {self.model_dir}: {exc}") from exc
+                raise SpeechError(
+                    Code.MODEL_INVALID, f"stt.model: cannot load {self.model_dir}: {exc}"
+                ) from exc
             log.info(
                 "loaded Whisper %s from %s in %.2f s", self.name, self.model_dir, time.perf_counter() - start
             )

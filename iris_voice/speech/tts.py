@@ -72,7 +72,9 @@ class PiperSynthesizer:
             try:
                 from piper import PiperVoice, SynthesisConfig  # heavy import: only when needed
             except ImportError as exc:
-                raise SpeechError(Code.MODEL_MISSING, f"tts.voice: piper-tts cannot be imported: {exc}") from exc
+                raise SpeechError(
+                    Code.MODEL_MISSING, f"tts.voice: piper-tts cannot be imported: {exc}"
+                ) from exc
 
             start = time.perf_counter()
             try:

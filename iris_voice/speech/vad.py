@@ -285,5 +285,7 @@ def _silero_path() -> Path:
         raise SpeechError(Code.MODEL_MISSING, "Silero VAD ships with faster-whisper, which is not installed")
     path = Path(spec.origin).parent / "assets" / SILERO_ASSET
     if not path.is_file():
-        raise SpeechError(Code.MODEL_MISSING, f"Silero VAD model missing at {path} (reinstall faster-whisper)")
+        raise SpeechError(
+            Code.MODEL_MISSING, f"Silero VAD model missing at {path} (reinstall faster-whisper)"
+        )
     return path

@@ -322,4 +322,3 @@ class TimerService:
                 delay = self.resync_seconds if delay is None else min(delay, self.resync_seconds)
             if delay is None or delay > 0:
                 await self._wait(delay)
-

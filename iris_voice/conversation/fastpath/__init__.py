@@ -11,6 +11,7 @@ the same turn on to the producer behind it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -73,8 +74,9 @@ class _FastAnswer:
             # the model reads the same error and asks the user or explains.
             log.info("fast path: %s declined (%s); asking the model", action.tool, result.result)
             trace.extra["intent"]["declined"] = result.result
-            async for sentence in self._behind.produce(turn):
-                yield sentence
+            async with contextlib.aclosing(self._behind.produce(turn)) as behind:
+                async for sentence in behind:
+                    yield sentence
             return
         self._owner.publish(
             ToolCalled(result.name, result.arguments, result.ok, result.result, result.duration_ms)

@@ -38,11 +38,11 @@ def home_assistant_templates(wanted: Collection[str], language: str = "en") -> d
     ha = home_assistant_intents.get_intents(language) or {}  # a fresh dict, read from the package
     if not ha:
         raise ValueError(f"home-assistant-intents has no sentences for language {language!r}")
-    intents = {
-        name: {"data": [d for d in ha["intents"][name]["data"] if _usable(d)]}
-        for name in wanted
-        if name in ha["intents"]
-    }
+    intents = {}
+    for name in sorted(wanted):
+        usable = [d for d in ha["intents"].get(name, {}).get("data", []) if _usable(d)]
+        if usable:  # an intent about devices or areas has nothing IRIS can answer
+            intents[name] = {"data": usable}
     return {
         "language": language,
         "intents": intents,

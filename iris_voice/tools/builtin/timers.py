@@ -162,13 +162,15 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
 
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
-        tool_from_function(f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__))
-        for f in tools
+        tool_from_function(f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__)) for f in tools
     ]
 
 
 # -- the fast path: sentences that ask for a timer tool --------------------------------------
-WORDS = (r"timers?|alarms?|remind\w*|schedule|cancel|stop|pause|resume|minutes?|seconds?|hours?", NUMBER_WORDS)
+WORDS = (
+    r"timers?|alarms?|remind\w*|schedule|cancel|stop|pause|resume|minutes?|seconds?|hours?",
+    NUMBER_WORDS,
+)
 """Words that suggest a timer or reminder (boost's "may need a tool" check)."""
 MAX_NAME_WORDS = 3
 MAX_MESSAGE_WORDS = 15

@@ -22,10 +22,10 @@ from typing import Any
 from mcp import types
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.schema import check_arguments, compact_input_schema
 from iris_voice.tools.registry import CALL_LEAD_IN, Tool, ToolSpec
+from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 
 log = logging.getLogger(__name__)
 

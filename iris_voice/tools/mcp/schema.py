@@ -23,8 +23,8 @@ from jsonschema.exceptions import ValidationError, relevance
 from referencing import Registry
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.render import schema_type_label
 from iris_voice.tools.registry import compact_schema
+from iris_voice.tools.render import schema_type_label
 
 log = logging.getLogger(__name__)
 
