@@ -14,9 +14,10 @@ import pytest
 
 from iris_voice.app.assembly import Engines
 from iris_voice.app.filemode import FileTurns
-from iris_voice.config import Config, LlmConfig, ToolsConfig
+from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
 from tests.fakes import ScriptedBackend
 from tests.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
+from tests.mcp_servers import time_server
 from tests.voice_helpers import heard, share_heard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +44,28 @@ async def test_file_turn_with_fakes(tmp_path):
     assert t["vad_hangover"] >= 300 and turn["first_audio_ms"] >= t["vad_hangover"]
     with wave.open(str(tmp_path / "out.wav")) as w:
         assert w.getframerate() == 16000 and w.getnframes() == 8000  # FakeTts: 0.5 s per sentence
+
+
+async def test_file_mode_starts_and_uses_the_configured_mcp_servers(tmp_path):
+    """``iris ask --wav`` gets its parts from the one assembly: MCP servers included."""
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 1.0)))
+    engines = Engines(FakeStt("What time is it in Paris?"), FakeTts(), FakeVad(), None)
+    cfg = Config(
+        llm=LlmConfig(warmup=False),
+        tools=ToolsConfig(disabled=["get_current_time"], timers_db=str(tmp_path / "t.db")),
+        mcp=McpConfig(servers=[time_server(mode="eager")]),
+    )
+    call = [("time/get_current_time", {"timezone": "Europe/Paris"})]
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with FileTurns(
+        cfg, engines, ScriptedBackend(call, "It is noon in Paris."), errlog=devnull
+    ) as turns:
+        (turn,) = await turns.run(wav)
+    devnull.close()
+    (tool,) = turn["tool_calls"]
+    assert tool["name"] == "time/get_current_time" and tool["ok"], tool
+    assert "Europe/Paris" in tool["result"]  # the real mcp-server-time answered
+    assert turn["reply"] == "It is noon in Paris."
 
 
 async def test_a_file_without_speech_has_no_turns(tmp_path):
@@ -133,3 +156,32 @@ def test_cli_file_turn_for_the_model_without_a_server_exits_unavailable(speech_m
     assert trace["error"]["code"] == "llm-unreachable"
     # and the answer file holds the one spoken sentence about it
     assert_answer_heard(judge, {"reply": "Sorry, I can't reach my language model right now."}, out)
+
+
+@pytest.mark.speech
+@pytest.mark.timeout(300)
+async def test_file_mode_keeps_every_question_of_a_long_recording(speech_manifest, tmp_path):
+    """Four questions 8 s apart: four turns, as the daemon would answer the audio arriving in
+    real time — none lost while another is answered, none waiting behind another."""
+    from tools.fixtures import read_wav
+
+    names = ["bench_time_tokyo", "bench_multiply", "bench_pasta_timer", "bench_left_pasta"]
+    gap = np.zeros(8 * 16000, dtype=np.int16)
+    audio = np.concatenate([part for name in names for part in (read_wav(name), gap)])
+    wav = write_wav(tmp_path / "four.wav", audio)
+    cfg = Config(tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db")))
+    cfg = cfg.model_copy(update={"llm": LlmConfig(host="http://127.0.0.1:9", warmup=False)})
+    async with FileTurns(cfg) as turns:
+        got = await turns.run(wav)
+    said = [t["transcript"].lower() for t in got]
+    assert len(got) == 4, said
+    assert "tokyo" in said[0] and "pasta" in said[2] and "left" in said[3]
+    assert "forty seven" in said[1].replace("-", " ") or "47" in said[1]
+    assert all(t["execution_path"] == "fast" for t in got), [t["reply"] for t in got]
+    assert "1081" in got[1]["reply"] and "pasta" in got[3]["reply"].lower()
+    for t in got:
+        ms = t["timings_ms"]
+        # first audio is the hangover, the decode and the synthesis, not time spent queued
+        # behind an earlier turn (that was 1-3 s per turn when file mode raced ahead)
+        waited = t["first_audio_ms"] - ms["vad_hangover"] - ms["stt"] - ms["tts_first_audio"]
+        assert waited < 500, (t["transcript"], ms)
