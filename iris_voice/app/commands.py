@@ -24,7 +24,7 @@ from iris_voice.errors import Code, IrisError, LlmError, ToolError
 from iris_voice.llm.client import OllamaBackend
 from iris_voice.timers.service import TimerService
 from iris_voice.voice.alarms import AlarmAnnouncer
-from iris_voice.voice.listener import ListenMode
+from iris_voice.voice.heard import ListenMode
 from iris_voice.voice.pipeline import VoicePipeline
 
 

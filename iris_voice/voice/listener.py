@@ -21,8 +21,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
@@ -33,6 +31,15 @@ from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWo
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
+from iris_voice.voice.heard import (
+    BargeIn,
+    CaptureStarted,
+    CaptureTimedOut,
+    Heard,
+    ListenMode,
+    Utterance,
+    UtteranceReady,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,68 +58,6 @@ WAKE_GATE_BUFFER_S = 2.5
 reaches about 2.1 s back."""
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
-
-
-class ListenMode(StrEnum):
-    """What the listener does with frames (captures aside, which run to their end)."""
-
-    IDLE = "idle"
-    """Waiting for the activation: the wake word, any speech (``always``), a follow-up."""
-    ANSWERING = "answering"
-    """IRIS is speaking or thinking: frames are checked for a barge-in only."""
-    MUTED = "muted"
-    """``iris mute``: the microphone is ignored."""
-
-
-@dataclass(frozen=True)
-class Utterance:
-    """One captured question, ready for speech-to-text."""
-
-    audio: np.ndarray
-    """int16 mono samples at 16 kHz, pre-roll included."""
-    trigger: Trigger
-    """What opened it."""
-    decided_at: float
-    """``time.monotonic()`` when the end of speech was decided."""
-    hangover_s: float
-    """Silence heard after the last speech before deciding: the VAD hangover's share of latency."""
-    speech_end_s: float
-    """Where speech ended, in seconds of the audio stream since the listener started."""
-    session: DecodeSession | None = None
-    """The incremental decode of this utterance, fed while it was spoken (``stt.incremental``)."""
-
-
-@dataclass(frozen=True)
-class CaptureStarted:
-    """A question is being recorded."""
-
-    trigger: Trigger
-    """What opened it."""
-
-
-@dataclass(frozen=True)
-class UtteranceReady:
-    """A question was captured and its end decided."""
-
-    utterance: Utterance
-    """The audio and how it came to be."""
-
-
-@dataclass(frozen=True)
-class BargeIn:
-    """The user interrupted IRIS; the capture of what they say next has begun."""
-
-    how: Trigger | str
-    """``wake_word`` or ``voice``."""
-
-
-@dataclass(frozen=True)
-class CaptureTimedOut:
-    """Activated, but nobody spoke within ``audio.no_speech_timeout_s``."""
-
-
-Heard = CaptureStarted | UtteranceReady | BargeIn | CaptureTimedOut
-"""Everything the listener tells the pipeline, on one queue."""
 
 
 class Listener:

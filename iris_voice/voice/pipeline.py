@@ -38,15 +38,8 @@ from iris_voice.events import (
     Trigger,
 )
 from iris_voice.speech.stt import Transcriber
-from iris_voice.voice.listener import (
-    BargeIn,
-    CaptureStarted,
-    CaptureTimedOut,
-    Heard,
-    Listener,
-    Utterance,
-    UtteranceReady,
-)
+from iris_voice.voice.heard import BargeIn, CaptureStarted, CaptureTimedOut, Heard, Utterance, UtteranceReady
+from iris_voice.voice.listener import Listener
 from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
 
 log = logging.getLogger(__name__)
