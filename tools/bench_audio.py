@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of IRIS's audio I/O on the virtual PipeWire bed (tools/audiobed.py), in one run.
+"""Benchmark of IRIS's audio I/O on the virtual PipeWire bed (tools/testbed/audiobed.py), in one run.
 
 1. Bring-up time of the bed (bus, pipewire, wireplumber, pipewire-pulse, devices).
 2. CPU of an idle ``MicCapture`` (frames of silence flowing, consumed) over ``--seconds``,
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from iris_voice.audio.capture import MicCapture  # noqa: E402
 from iris_voice.audio.playback import SpeakerSink  # noqa: E402
 from iris_voice.config import AudioConfig  # noqa: E402
-from tools.audiobed import VirtualAudio  # noqa: E402
+from tools.testbed.audiobed import VirtualAudio  # noqa: E402
 
 
 def cpu_seconds() -> float:

@@ -248,8 +248,8 @@ def main() -> None:
     ap.add_argument("--planner", choices=("openai", "ollama"), default="openai")
     ap.add_argument("--quick", action="store_true", help="every other question")
     args = ap.parse_args()
-    from tools.fetch_models import assemble
-    from tools.testbed import bench_target, model_server, start_openai_server
+    from tools.testbed.fetch_models import assemble
+    from tools.testbed.servers import bench_target, model_server, start_openai_server
 
     model, host = bench_target()
     path = assemble()

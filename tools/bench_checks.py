@@ -1,4 +1,4 @@
-"""Is a benchmark answer right? One check per question of tools/fixtures.py ``BENCH``.
+"""Is a benchmark answer right? One check per question of tools/testbed/fixtures.py ``BENCH``.
 
 Checks are on meaning, not wording, so both a fast-path template and a model's sentence
 can pass; they are strict on the figure that matters (the hour in Tokyo, 1081, 12.5),

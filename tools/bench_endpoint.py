@@ -31,7 +31,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
 from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded  # noqa: E402
 from iris_voice.config import AudioConfig  # noqa: E402
 from iris_voice.voice.listener import SPEECH_HYSTERESIS  # noqa: E402
-from tools.fixtures import BENCH, ENDPOINT, ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from tools.testbed.fixtures import BENCH, ENDPOINT, ensure_fixtures, load_manifest, read_wav  # noqa: E402
 
 HANGOVERS_MS = (200, 300, 400, 500, 600, 800)
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE

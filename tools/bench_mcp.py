@@ -206,8 +206,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="warm turns per mode (default 3)")
     args = ap.parse_args()
-    from tools.fetch_models import assemble
-    from tools.testbed import bench_target, model_server
+    from tools.testbed.fetch_models import assemble
+    from tools.testbed.servers import bench_target, model_server
 
     model, host = bench_target()
     path = assemble()

@@ -13,7 +13,7 @@ from typing import Any
 
 from iris_voice.app.commands import percentile
 from tools.bench_checks import correct
-from tools.fixtures import BENCH
+from tools.testbed.fixtures import BENCH
 
 STAGES = ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio")
 GOAL_MEDIAN_MS = 1000.0

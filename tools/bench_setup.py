@@ -1,6 +1,6 @@
 """The timer state each benchmark question expects, made deterministic.
 
-The benchmark's timer questions (tools/fixtures.py ``BENCH``, group ``timer``) follow one
+The benchmark's timer questions (tools/testbed/fixtures.py ``BENCH``, group ``timer``) follow one
 cook's evening: set a pasta timer, a ten-minute timer, add two minutes to the pasta,
 pause it, resume it, ask what is left, list, take a minute off, cancel it, cancel all.
 Run in that order, each question finds the state the one before left. ``prepare`` puts

@@ -32,7 +32,7 @@ from iris_voice.speech.wake import OpenWakeWordDetector  # noqa: E402
 from iris_voice.config import SttConfig, TtsConfig, WakeConfig  # noqa: E402
 from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
 from iris_voice.speech.tts import PiperSynthesizer  # noqa: E402
-from tools.fixtures import ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav  # noqa: E402
 
 FRAME_MS = 1000 * FRAME_SAMPLES / SAMPLE_RATE
 REPLIES = {

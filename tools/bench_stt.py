@@ -35,7 +35,7 @@ from iris_voice.config import AudioConfig, SttConfig  # noqa: E402
 from iris_voice.voice.listener import Listener, Utterance  # noqa: E402
 from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
 from iris_voice.speech.stt_stream import StreamingTranscriber  # noqa: E402
-from tools.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from tools.testbed.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav  # noqa: E402
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
 GAP_S = 0.2

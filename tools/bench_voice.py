@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """IRIS's voice latency benchmark: IRIS against a naive sequential pipeline, in one run.
 
-Spoken questions (tools/fixtures.py ``BENCH``: ≥ 20 everyday commands — time, date,
+Spoken questions (tools/testbed/fixtures.py ``BENCH``: ≥ 20 everyday commands — time, date,
 timers, arithmetic, reminders — and ≥ 10 for the language model) go through
 (``--modes``, all three by default):
 
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from iris_voice.config import Config, LlmConfig, ToolsConfig  # noqa: E402
 from tools.bench_report import path_of, report, right  # noqa: E402
 from tools.bench_setup import pasta_left, prepare  # noqa: E402
-from tools.fixtures import BENCH, ensure_fixtures, fixture, load_manifest  # noqa: E402
+from tools.testbed.fixtures import BENCH, ensure_fixtures, fixture, load_manifest  # noqa: E402
 
 MODES = ("file", "naive", "live")
 
@@ -112,8 +112,8 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
 
     from iris_voice.timers.service import TimerService
     from iris_voice.timers.store import TimerStore
-    from tools.audiobed import VirtualAudio
-    from tools.voicebed import LiveDaemon
+    from tools.testbed.audiobed import VirtualAudio
+    from tools.testbed.voicebed import LiveDaemon
 
     manifest = load_manifest()
     rows = []
@@ -167,7 +167,7 @@ async def amain(args: argparse.Namespace) -> int:
     names = [n for n in BENCH if n in args.only] if args.only else list(BENCH)  # BENCH order
     names = names[: args.questions] if args.questions else names
     modes = set(args.modes.split(","))
-    from tools.testbed import start_server
+    from tools.testbed.servers import start_server
 
     with tempfile.TemporaryDirectory(prefix="iris-bench-") as tmp, start_server() as server:
         llm = LlmConfig(host=server.url, temperature=0.0)
@@ -191,7 +191,7 @@ def main() -> int:
     """Command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--questions", type=int, default=0, help="only the first N questions")
-    p.add_argument("--only", nargs="*", help="only these questions (names from tools/fixtures.py BENCH)")
+    p.add_argument("--only", nargs="*", help="only these questions (names from tools.testbed.fixtures BENCH)")
     p.add_argument(
         "--modes",
         default=",".join(MODES),

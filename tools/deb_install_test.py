@@ -14,7 +14,7 @@
    tools/deb_checks.py — install as a user would, the units, the real daemon in three
    users' sessions, a spoken question and its spoken answer, upgrade, purge — and powers
    off. Each step's result is printed as it happens. When the spoken-turn step asks for
-   it, the host starts the Ollama-protocol test server (tools/ollama_server.py on the
+   it, the host starts the Ollama-protocol test server (tools/testbed/ollama_server.py on the
    GGUF from ``make setup``, under ``flock /tmp/iris-llm.lock``) and stops it after.
 
 Every phase is timed. Exit status 0 only if every step passed and lintian found no

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / "tools"
 # Below the container's own wait for llm.json (deb_checks_voice.LLM_WAIT_S, 1500 s), so the
 # container hears why instead of timing out.
 LOCK_WAIT_S = 1200
@@ -52,10 +51,10 @@ class LlmOnDemand:
             # A bounded wait: a caller already holding the lock (``flock … .ci/run``) would
             # otherwise hang the install test until CI's own time limit.
             lock = ["flock", "--timeout", str(LOCK_WAIT_S), "--conflict-exit-code", "75", LLM_LOCK]
-            cmd = [*lock, str(python), str(TOOLS / "ollama_server.py"), "--port", "0"]
+            cmd = [*lock, str(python), "-m", "tools.testbed.ollama_server", "--port", "0"]
             with self.log.open("wb") as log:
                 proc = self.proc = subprocess.Popen(
-                    cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
+                    cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True, cwd=ROOT
                 )
             for line in proc.stdout:
                 if m := re.match(r"^listening on (http://\S+)$", line.strip()):
@@ -106,7 +105,8 @@ def spoken_question() -> tuple[Path, str]:
     if not python.exists():
         raise SystemExit(f"deb_install_test: no {python}: run make setup")
     code = (
-        "import json; from tools.fixtures import ensure_fixtures, fixture, load_manifest; ensure_fixtures(); "
+        "import json; from tools.testbed.fixtures import ensure_fixtures, fixture, load_manifest; "
+        "ensure_fixtures(); "
         "print(json.dumps([str(fixture('jarvis_multiply')), load_manifest()['jarvis_multiply']['text']]))"
     )
     out = subprocess.run([str(python), "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)

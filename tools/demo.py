@@ -50,7 +50,7 @@ def show(name: str, turn: dict, out: Path) -> None:
 async def run(cfg: config_mod.Config) -> int:
     """Answer each question; non-zero when one could not be answered."""
     from iris_voice.app.filemode import FileTurns
-    from tools.fixtures import fixture
+    from tools.testbed.fixtures import fixture
 
     turns = FileTurns(cfg)
     t0 = time.perf_counter()
@@ -73,20 +73,20 @@ async def run(cfg: config_mod.Config) -> int:
 
 def main() -> int:
     """Run the demo."""
-    from tools.fixtures import ensure_fixtures
+    from tools.testbed.fixtures import ensure_fixtures
 
     cfg, _ = config_mod.load()
     ensure_fixtures()  # synthesizes with its own event loop: before ours starts
     with ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-demo-"))
         tools = cfg.tools.model_copy(update={"timers_db": f"{tmp}/timers.db"})
-        from tools.testbed import ollama_answers
+        from tools.testbed.servers import ollama_answers
 
         if ollama_answers(cfg.llm.host):
             print(f"Using the Ollama server at {cfg.llm.host} (model {cfg.llm.model}).")
         else:
-            from tools.fetch_models import assemble
-            from tools.testbed import start_server
+            from tools.testbed.fetch_models import assemble
+            from tools.testbed.servers import start_server
 
             print(f"No Ollama server at {cfg.llm.host}: serving the packaged model on a private port.")
             server = stack.enter_context(start_server(assemble(), extra_args=["--model", cfg.llm.model]))

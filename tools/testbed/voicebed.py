@@ -22,12 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from iris_voice.app.control import request
+from iris_voice.errors import IrisError
 
-from iris_voice.app.control import request  # noqa: E402
-from iris_voice.errors import IrisError  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _toml(value: Any) -> str:

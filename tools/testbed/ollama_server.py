@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """An Ollama-protocol server backed by llama.cpp, for IRIS's tests and demo.
 
 No Ollama binary exists on the test machines, so this serves one GGUF through the parts of
@@ -7,7 +6,7 @@ Ollama's HTTP API that IRIS uses (``/``, ``/api/version``, ``/api/tags``, ``/api
 prompt is built with the GGUF's own chat template; one ``Llama`` instance is reused so
 llama-cpp-python's longest-prefix KV reuse gives real prompt caching between turns.
 
-    python tools/ollama_server.py --model-path GGUF [--model NAME ...] [--no-tools-model NAME ...]
+    python -m tools.testbed.ollama_server --model-path GGUF [--model NAME ...] [--no-tools-model NAME ...]
         [--host 127.0.0.1] [--port 0] [--n-ctx 4096] [--threads 2]
 
 Prints exactly one line, ``listening on http://HOST:PORT``, once the model is loaded.
@@ -37,16 +36,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-if __package__:
-    from . import ollama_proto as proto
-    from . import ollama_replies as replies
-    from .fetch_models import gguf_path
-    from .llama_engine import Engine, Job
-else:  # run as a script: tools/ itself is sys.path[0]
-    import ollama_proto as proto
-    import ollama_replies as replies
-    from fetch_models import gguf_path
-    from llama_engine import Engine, Job
+from tools.testbed import ollama_proto as proto
+from tools.testbed import ollama_replies as replies
+from tools.testbed.fetch_models import gguf_path
+from tools.testbed.llama_engine import Engine, Job
 
 log = logging.getLogger("ollama_server")
 
@@ -267,7 +260,9 @@ def _bind(host: str, port: int) -> socket.socket:
 def main(argv: list[str] | None = None) -> int:
     """Parse the CLI, load the model, serve until SIGTERM/SIGINT."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model-path", type=Path, help="GGUF file (default: tools/fetch_models.py's location)")
+    p.add_argument(
+        "--model-path", type=Path, help="GGUF file (default: tools.testbed.fetch_models's location)"
+    )
     p.add_argument("--model", action="append", default=[], help=f"served name (default {DEFAULT_MODEL})")
     p.add_argument(
         "--no-tools-model", action="append", default=[], help="extra name without the tools capability"

@@ -1,4 +1,4 @@
-"""Start the Ollama-protocol test server (tools/ollama_server.py) as a subprocess.
+"""Start the Ollama-protocol test server (``python -m tools.testbed.ollama_server``) as a subprocess.
 
 Tests, the demo and the benchmarks share this: the server loads the GGUF, announces its
 port on stdout as ``listening on http://HOST:PORT``, and is stopped with SIGTERM (SIGKILL
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__:
-    from .fetch_models import gguf_path
-else:  # imported with tools/ itself on sys.path
-    from fetch_models import gguf_path
+from tools.testbed.fetch_models import assemble, gguf_path
 
-SERVER = Path(__file__).resolve().parent / "ollama_server.py"
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root: the servers run as ``python -m tools.testbed.…`` from here."""
+SERVER = "tools.testbed.ollama_server"
+"""The test server's module."""
 _LISTENING = re.compile(r"^listening on (http://\S+?:(\d+))$")
 
 
@@ -83,14 +83,16 @@ def start_server(
 ) -> ServerHandle:
     """Start the server on a free port and wait until it announces it is listening.
 
-    ``model_path`` defaults to the GGUF assembled by tools/fetch_models.py. Raises
+    ``model_path`` defaults to the GGUF assembled by ``tools.testbed.fetch_models``. Raises
     ``RuntimeError`` if the server exits or stays silent for ``timeout`` seconds.
     """
     if model_path is None:
         model_path = gguf_path()
-    cmd = [sys.executable, str(SERVER), "--model-path", str(model_path), "--port", "0", *extra_args]
+    # From the repository root (``-m``), so a relative model path is made absolute first.
+    model_path = os.path.abspath(model_path)
+    cmd = [sys.executable, "-m", SERVER, "--model-path", model_path, "--port", "0", *extra_args]
     # stderr is inherited: the server's log (load time, per-request timings) lands in the caller's output.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT)
     lines: queue.Queue[str | None] = queue.Queue()
     output: list[str] = []
     threading.Thread(target=_pump, args=(proc.stdout, lines, output), daemon=True).start()
@@ -172,10 +174,6 @@ def model_server(stack, model: str, host: str, label: str = "test server") -> st
     packaged GGUF as ``model``, started on ``stack`` (an ExitStack). Its URL."""
     if ollama_answers(host):
         return host
-    if __package__:
-        from .fetch_models import assemble
-    else:
-        from fetch_models import assemble
     t0 = time.monotonic()
     url = stack.enter_context(start_server(assemble(), extra_args=["--model", model])).url
     print(f"{label} at {url} ready in {time.monotonic() - t0:.1f} s")

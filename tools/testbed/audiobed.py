@@ -27,7 +27,7 @@ with :meth:`VirtualAudio.child_env`::
         bed.play_into_mic("question.wav")
         samples = rec.stop()
 
-Command line: ``python tools/audiobed.py [-- CMD ...]`` runs CMD (default: a shell) inside
+Command line: ``python -m tools.testbed.audiobed [-- CMD ...]`` runs CMD (default: a shell) inside
 a bed and prints the environment it needs.
 """
 
@@ -413,7 +413,7 @@ def _reinit_portaudio() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``audiobed.py [-- CMD ...]``: run CMD (default ``$SHELL``) inside a bed."""
+    """``python -m tools.testbed.audiobed [-- CMD ...]``: run CMD (default ``$SHELL``) inside a bed."""
     argv = list(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the bed on SIGTERM too
     if argv[:1] == ["--"]:

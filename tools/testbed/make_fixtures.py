@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Make the spoken test fixtures (16 kHz WAVs + manifest.json) in
 ``$IRIS_CACHE/fixtures/<recipe hash>``.
 
@@ -9,16 +8,12 @@ Prints the directory, then one line per fixture: name, seconds, end of speech, t
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.fixtures import ensure_fixtures, load_manifest  # noqa: E402
+from tools.testbed.fixtures import ensure_fixtures, load_manifest
 
 
 def main() -> None:
-    """Command-line entry: ``python tools/make_fixtures.py [--force] [--quiet]``."""
+    """Command-line entry: ``python -m tools.testbed.make_fixtures [--force] [--quiet]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="make them again even if cached")
     ap.add_argument("--quiet", action="store_true", help="print only the directory")
