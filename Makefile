@@ -61,31 +61,31 @@ demo: setup
 	$(BIN)/python tools/demo.py
 
 bench: setup
-	$(BIN)/python tools/bench_intents.py
-	$(BIN)/python tools/bench_tools.py
+	$(BIN)/python -m tools.bench.intents
+	$(BIN)/python -m tools.bench.tool_calls
 
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline,
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
 bench-voice: setup audio-deps
-	$(BIN)/python tools/bench_voice.py $(if $(MODES),--modes $(MODES))
+	$(BIN)/python -m tools.bench.voice $(if $(MODES),--modes $(MODES))
 
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures
-	$(BIN)/python tools/bench_endpoint.py
+	$(BIN)/python -m tools.bench.endpoint
 
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup
-	$(BIN)/python -m tools.bench_stt --reps 2
+	$(BIN)/python -m tools.bench.stt --reps 2
 
 bench-speech: setup
-	$(BIN)/python tools/bench_speech.py
+	$(BIN)/python -m tools.bench.speech
 
 bench-audio: venv audio-deps
-	$(BIN)/python tools/bench_audio.py
+	$(BIN)/python -m tools.bench.audio
 
 # Boost mode (planner -> executor) vs direct on 12 questions, with the real model.
 bench-boost: setup
-	$(BIN)/python tools/bench_boost.py
+	$(BIN)/python -m tools.bench.boost
 
 # Debian packages: `make deb` builds iris and iris-speech-models into dist/ and runs
 # lintian; `make test-deb` also installs them in a booted bookworm (systemd-nspawn) and
@@ -112,7 +112,7 @@ test-deb: deb-deps setup
 
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup
-	flock /tmp/iris-llm.lock $(BIN)/python tools/bench_mcp.py
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.mcp
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

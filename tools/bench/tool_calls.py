@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of IRIS's tool calling with the real model, printed in one run.
 
 1. Tokens of the native tool set in each ToolRenderer format (the model's tokenizer).
@@ -17,20 +16,16 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice.config import Config, LlmConfig, ToolsConfig  # noqa: E402
-from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.conversation.chat import ChatLoop  # noqa: E402
-from iris_voice.tools.render import FORMATS, render  # noqa: E402
-from iris_voice.tools.builtin import build_registry  # noqa: E402
+from iris_voice.config import Config, LlmConfig, ToolsConfig
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.llm.client import OllamaBackend
+from iris_voice.tools.builtin import build_registry
+from iris_voice.tools.render import FORMATS, render
 
 T, C, S, L, X, R = (
     "get_current_time",

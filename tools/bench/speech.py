@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of IRIS's speech engines with the real models, printed in one run (medians).
 
 1. STT: decode time of each spoken fixture with Whisper tiny.en and base (and the
@@ -17,22 +16,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
-from iris_voice.speech.vad import SileroDetector  # noqa: E402
-from iris_voice.speech.wake import OpenWakeWordDetector  # noqa: E402
-from iris_voice.config import SttConfig, TtsConfig, WakeConfig  # noqa: E402
-from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
-from iris_voice.speech.tts import PiperSynthesizer  # noqa: E402
-from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.config import SttConfig, TtsConfig, WakeConfig
+from iris_voice.speech.stt import FasterWhisperTranscriber
+from iris_voice.speech.tts import PiperSynthesizer
+from iris_voice.speech.vad import SileroDetector
+from iris_voice.speech.wake import OpenWakeWordDetector
+from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav
 
 FRAME_MS = 1000 * FRAME_SAMPLES / SAMPLE_RATE
 REPLIES = {
@@ -156,7 +150,7 @@ async def bench_listen(repeat: int) -> None:
 
 
 async def main() -> None:
-    """Command-line entry: ``python tools/bench_speech.py [--repeat N] [--only stt|tts|listen]``."""
+    """Command-line entry: ``python -m tools.bench.speech [--repeat N] [--only stt|tts|listen]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=["stt", "tts", "listen"])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of IRIS's audio I/O on the virtual PipeWire bed (tools/testbed/audiobed.py), in one run.
 
 1. Bring-up time of the bed (bus, pipewire, wireplumber, pipewire-pulse, devices).
@@ -19,19 +18,15 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice.audio.capture import MicCapture  # noqa: E402
-from iris_voice.audio.playback import SpeakerSink  # noqa: E402
-from iris_voice.config import AudioConfig  # noqa: E402
-from tools.testbed.audiobed import VirtualAudio  # noqa: E402
+from iris_voice.audio.capture import MicCapture
+from iris_voice.audio.playback import SpeakerSink
+from iris_voice.config import AudioConfig
+from tools.testbed.audiobed import VirtualAudio
 
 
 def cpu_seconds() -> float:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Speed of the local intent matcher: build time and match time per sentence (medians).
 
 Matches everyday commands (which the fast path answers) and near misses (which go to
@@ -10,13 +9,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from iris_voice.conversation.fastpath import IntentMatcher  # noqa: E402
+from iris_voice.conversation.fastpath import IntentMatcher
 
 COMMANDS = [
     "what time is it", "What time is it in Tokyo?", "what's the time in new york right now",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """IRIS's voice latency benchmark: IRIS against a naive sequential pipeline, in one run.
 
 Spoken questions (tools/testbed/fixtures.py ``BENCH``: ≥ 20 everyday commands — time, date,
@@ -6,7 +5,7 @@ timers, arithmetic, reminders — and ≥ 10 for the language model) go through
 (``--modes``, all three by default):
 
 - **file mode** (``iris ask --wav``'s ``FileTurns``): per-stage timings and first audio;
-- **the naive pipeline** (tools/naive_pipeline.py) over the same endpointed utterances
+- **the naive pipeline** (tools/bench/naive_pipeline.py) over the same endpointed utterances
   and the same engines and model server: full transcription, ``stream=False`` chat,
   synthesis of the whole reply, then playback;
 - **the live daemon** (``iris run``) on PipeWire virtual devices: the question is
@@ -14,9 +13,9 @@ timers, arithmetic, reminders — and ≥ 10 for the language model) go through
   the virtual speaker (an upper bound: both clocks err late), then its idle CPU.
 
 Every conversation starts fresh, so IRIS and the naive pipeline see the same prompt;
-timers persist from question to question (tools/bench_setup.py makes the state each
+timers persist from question to question (tools/bench/timer_state.py makes the state each
 timer question assumes), IRIS and the naive pipeline each with their own. The report
-(tools/bench_report.py) prints each question's execution path and whether it was right,
+(tools/bench/report.py) prints each question's execution path and whether it was right,
 per-stage medians, first-audio p50/p95 by group and for the everyday commands, the VAD
 hangover's share, and the latency goals beside the figures.
 """
@@ -32,13 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice.config import Config, LlmConfig, ToolsConfig  # noqa: E402
-from tools.bench_report import path_of, report, right  # noqa: E402
-from tools.bench_setup import pasta_left, prepare  # noqa: E402
-from tools.testbed.fixtures import BENCH, ensure_fixtures, fixture, load_manifest  # noqa: E402
+from iris_voice.config import Config, LlmConfig, ToolsConfig
+from tools.bench.report import path_of, report, right
+from tools.bench.timer_state import pasta_left, prepare
+from tools.testbed.fixtures import BENCH, ensure_fixtures, fixture, load_manifest
 
 MODES = ("file", "naive", "live")
 
@@ -64,7 +60,7 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
 
     from iris_voice.app.filemode import FileTurns
     from iris_voice.tools.builtin import build_registry
-    from tools.naive_pipeline import NaivePipeline
+    from tools.bench.naive_pipeline import NaivePipeline
 
     turns = FileTurns(cfg)
     await turns.warmup()

@@ -1,7 +1,7 @@
 """The voice latency benchmark's report: per-question paths, stage medians, first audio by
 group, the latency goals beside the figures, correctness and wrong fast answers.
 
-Rows are turn traces as tools/bench_voice.py collects them (``name``, ``first_audio_ms``,
+Rows are turn traces as tools/bench/voice.py collects them (``name``, ``first_audio_ms``,
 ``timings_ms``, ``execution_path``, ``reply``); the naive pipeline's rows have the same
 ``name``/``first_audio_ms``/``reply``.
 """
@@ -12,7 +12,7 @@ import statistics
 from typing import Any
 
 from iris_voice.app.commands import percentile
-from tools.bench_checks import correct
+from tools.bench.checks import correct
 from tools.testbed.fixtures import BENCH
 
 STAGES = ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio")
@@ -57,7 +57,7 @@ def _pick(rows: list[dict], group: str, key: str = "first_audio_ms") -> list[flo
 
 
 def right(row: dict[str, Any]) -> bool:
-    """``bench_checks.correct`` on a row: the verdict taken when it was answered (a clock
+    """``checks.correct`` on a row: the verdict taken when it was answered (a clock
     time or "in ten minutes" is judged against that moment), else judged now."""
     if "correct" in row:
         return bool(row["correct"])
@@ -72,7 +72,7 @@ def questions(iris: list[dict], naive: list[dict], live: list[dict]) -> None:
     """One line per question: group, path, first audio per mode, correct or not, the reply."""
     by_naive = {r["name"]: r for r in naive}
     by_live = {r["name"]: r for r in live}
-    print("\n== Per question (first audio ms; ok = bench_checks.correct)")
+    print("\n== Per question (first audio ms; ok = checks.correct)")
     print(f"  {'question':17} {'group':8} {'path':6} {'iris':>7} {'naive':>7} {'daemon':>7}  answer")
     for row in iris or live:
         name = row["name"]

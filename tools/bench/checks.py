@@ -106,7 +106,7 @@ def _spoken_left(text: str) -> list[float]:
 
 def correct(name: str, reply: str, pasta_left_s: float | None = None) -> bool:
     """True when ``reply`` answers question ``name`` correctly. ``pasta_left_s``: seconds
-    left on the pasta timer before the question, when there was one (tools/bench_setup.py)."""
+    left on the pasta timer before the question, when there was one (tools/bench/timer_state.py)."""
     text = reply.lower()
     if name in SHIFT and pasta_left_s is not None:
         want = pasta_left_s + SHIFT[name]

@@ -17,13 +17,14 @@ import numpy as np
 import ollama
 
 from iris_voice.config import Config
+from iris_voice.conversation.chat import LIMIT_NOTE
+from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.llm.client import keep_alive_value
-from iris_voice.conversation.chat import FALLBACK_REPLY, LIMIT_NOTE
-from iris_voice.tools.render import render
 from iris_voice.llm.textcalls import extract_calls, strip_markup
 from iris_voice.speech.stt import Transcriber
-from iris_voice.tools.registry import ToolRegistry
 from iris_voice.speech.tts import Synthesizer
+from iris_voice.tools.registry import ToolRegistry
+from iris_voice.tools.render import render
 
 
 class NaivePipeline:

@@ -11,7 +11,7 @@ long multi-sentence utterances made by joining fixtures with natural pauses):
 - end of speech → final transcript: from the endpointer's decision to the text, median,
   and the incremental/single ratio of the medians; partial decodes per utterance.
 
-    .venv/bin/python -m tools.bench_stt [--reps 1] [--min-chunk 1.0] [--pause-ms 150]
+    .venv/bin/python -m tools.bench.stt [--reps 1] [--min-chunk 1.0] [--pause-ms 150]
 """
 
 from __future__ import annotations
@@ -20,22 +20,18 @@ import argparse
 import asyncio
 import re
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
-from iris_voice.speech.vad import SileroDetector  # noqa: E402
-from iris_voice.config import AudioConfig, SttConfig  # noqa: E402
-from iris_voice.voice.listener import Listener, Utterance  # noqa: E402
-from iris_voice.speech.stt import FasterWhisperTranscriber  # noqa: E402
-from iris_voice.speech.stt_stream import StreamingTranscriber  # noqa: E402
-from tools.testbed.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.config import AudioConfig, SttConfig
+from iris_voice.speech.stt import FasterWhisperTranscriber
+from iris_voice.speech.stt_stream import StreamingTranscriber
+from iris_voice.speech.vad import SileroDetector
+from iris_voice.voice.listener import Listener, Utterance
+from tools.testbed.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
 GAP_S = 0.2

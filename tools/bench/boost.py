@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Boost mode vs direct execution on the same questions, with the real model, in one run.
 
 Twelve questions (time, calculator, timer, chat) go once through the local model alone
@@ -23,7 +22,6 @@ import asyncio
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,19 +30,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import pytz
 
-import pytz  # noqa: E402
-
-from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig  # noqa: E402
-from iris_voice.conversation.boost import BoostLoop, planner_backend  # noqa: E402
-from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.conversation.chat import ChatLoop  # noqa: E402
-from iris_voice.llm.openai_client import OpenAIBackend  # noqa: E402
-from iris_voice.conversation.trace import TurnTrace  # noqa: E402
-from iris_voice.tools.builtin import build_registry  # noqa: E402
-from iris_voice.timers.store import TimerStore  # noqa: E402
+from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig
+from iris_voice.conversation.boost import BoostLoop, planner_backend
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.trace import TurnTrace
+from iris_voice.llm.client import OllamaBackend
+from iris_voice.llm.openai_client import OpenAIBackend
+from iris_voice.timers.store import TimerStore
+from iris_voice.tools.builtin import build_registry
 
 
 def hours_spoken(reply: str) -> set[int]:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Endpointing benchmark: does a VAD hangover cut a sentence with a pause in two, and what
 does it cost in latency?
 
@@ -24,14 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
-from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded  # noqa: E402
-from iris_voice.config import AudioConfig  # noqa: E402
-from iris_voice.voice.listener import SPEECH_HYSTERESIS  # noqa: E402
-from tools.testbed.fixtures import BENCH, ENDPOINT, ensure_fixtures, load_manifest, read_wav  # noqa: E402
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.config import AudioConfig
+from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded
+from iris_voice.voice.listener import SPEECH_HYSTERESIS
+from tools.testbed.fixtures import BENCH, ENDPOINT, ensure_fixtures, load_manifest, read_wav
 
 HANGOVERS_MS = (200, 300, 400, 500, 600, 800)
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
@@ -108,7 +104,7 @@ def report(results: dict[str, dict[int, dict]], hangovers: tuple[int, ...]) -> N
 
 
 def main() -> int:
-    """Command line: ``python tools/bench_endpoint.py [--json OUT]``."""
+    """Command line: ``python -m tools.bench.endpoint [--json OUT]``."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="also write the verdicts to this file")
     args = p.parse_args()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of lazy vs eager MCP tools with real servers and the real model, in one run.
 
 1. Tool-definition tokens (the model's tokenizer) of four real MCP servers from PyPI —
@@ -28,17 +27,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from iris_voice.config import Config, LlmConfig, McpServerConfig, ToolsConfig
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.llm.client import OllamaBackend
+from iris_voice.tools.builtin import build_registry
+from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint
+from iris_voice.tools.registry import ToolRegistry
+from iris_voice.tools.render import render
 
-from iris_voice.config import Config, LlmConfig, McpServerConfig, ToolsConfig  # noqa: E402
-from iris_voice.llm.client import OllamaBackend  # noqa: E402
-from iris_voice.conversation.chat import ChatLoop  # noqa: E402
-from iris_voice.tools.render import render  # noqa: E402
-from iris_voice.tools.builtin import build_registry  # noqa: E402
-from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint  # noqa: E402
-from iris_voice.tools.registry import ToolRegistry  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root (the git MCP server's repository)."""
 PY = sys.executable
 BIN = Path(PY).parent
 QUESTION = "What time is it in Paris?"
