@@ -104,11 +104,11 @@ deb-deps:
 	fi
 
 deb: deb-deps
-	$(PYTHON) tools/deb_build.py
+	$(PYTHON) -m tools.deb.build
 
 # The spoken turn needs the test bed: the GGUF for the test server and the spoken fixture.
 test-deb: deb-deps setup
-	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
+	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) -m tools.deb.install_test
 
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """The .deb's version comes from one place: ``__version__`` in ``iris_voice/__init__.py``.
 
-``deb_version.py`` prints the Debian version for it (PEP 440 pre-releases sort before the
+``python3.11 -m tools.deb.version`` prints the Debian version for it (PEP 440 pre-releases sort before the
 release in Debian with ``~``: 0.2.0rc1 → 0.2.0~rc1). ``--check`` fails when the top entry of
 ``debian/changelog`` does not carry it; ``--update`` adds the entry when it is missing (run
 by ``make deb``: commit the changelog it writes). ``--set VERSION`` adds an entry with
@@ -16,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAINTAINER = "IRIS maintainers <maintainers@users.noreply.a-seed-8e558d98.example>"
 _TOP = re.compile(r"^(?P<source>[a-z0-9][a-z0-9.+-]+) \((?P<version>[^)]+)\) (?P<dist>[^;]+);")
 
@@ -76,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(
                 f"deb_version: debian/changelog is at {current} but iris_voice.__version__ is "
-                f"{wanted}: run tools/deb_version.py --update (or make deb) and commit it",
+                f"{wanted}: run python3.11 -m tools.deb.version --update (or make deb) and commit it",
                 file=sys.stderr,
             )
             return 1

@@ -1,21 +1,21 @@
-#!/usr/bin/env python3
 """The .deb install test: build, lint, install and run IRIS in a booted Debian bookworm.
 
-1. build ``iris`` and ``iris-speech-models`` into dist/ (tools/deb_build.py; xz level 1),
+1. build ``iris`` and ``iris-speech-models`` into dist/ (``tools.deb.build``; xz level 1),
    the venv from the wheels cached in ``$IRIS_CACHE/deb-wheels``;
 2. ``lintian --fail-on error``, in the background while the container runs;
-3. the bookworm rootfs (tools/deb_rootfs.py: debootstrapped once, cached as a tarball in
+3. the bookworm rootfs (``tools.deb.rootfs``: debootstrapped once, cached as a tarball in
    ``$IRIS_CACHE/deb-test``), unpacked into a scratch directory for this run;
 4. the upgrade package: this build's ``iris`` repacked with a higher version (in the
    background while the container boots; the upgrade step waits for it);
 5. the spoken question: the test bed's fixture ``jarvis_multiply`` (``make setup``);
 6. boot it with ``systemd-nspawn --boot`` (sharing the host's network, so a test server
    on the host's loopback is reachable) with a oneshot unit that runs
-   tools/deb_checks.py — install as a user would, the units, the real daemon in three
-   users' sessions, a spoken question and its spoken answer, upgrade, purge — and powers
-   off. Each step's result is printed as it happens. When the spoken-turn step asks for
-   it, the host starts the Ollama-protocol test server (tools/testbed/ollama_server.py on the
-   GGUF from ``make setup``, under ``flock /tmp/iris-llm.lock``) and stops it after.
+   ``python3.11 -m tools.deb.checks`` in /srv/iris-test — install as a user would, the
+   units, the real daemon in three users' sessions, a spoken question and its spoken
+   answer, upgrade, purge — and powers off. Each step's result is printed as it happens.
+   When the spoken-turn step asks for it, the host starts the Ollama-protocol test server
+   (``tools.testbed.ollama_server`` on the GGUF from ``make setup``, under
+   ``flock /tmp/iris-llm.lock``) and stops it after.
 
 Every phase is timed. Exit status 0 only if every step passed and lintian found no
 error. Needs root (debootstrap, systemd-nspawn) and the test bed (``make setup``).
@@ -36,14 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import deb_build  # noqa: E402
-import deb_rootfs  # noqa: E402
-import deb_version  # noqa: E402
-from deb_testbed import Background, LlmOnDemand, spoken_question  # noqa: E402
+from tools.deb import build as deb_build
+from tools.deb import rootfs as deb_rootfs
+from tools.deb import version as deb_version
+from tools.deb.host import Background, LlmOnDemand, spoken_question
 
 ROOT = deb_version.ROOT
-TOOLS = ROOT / "tools"
+CHECKS = ROOT / "tools" / "deb" / "checks"
+"""The in-container checks: copied to /srv/iris-test/tools/deb/checks with the
+``__init__.py`` of tools/ and tools/deb/, and run as a package from /srv/iris-test."""
 BOOT_TIMEOUT_S = 1800
 CHECK_UNIT = """\
 [Unit]
@@ -55,7 +56,8 @@ FailureAction=poweroff
 [Service]
 Type=oneshot
 Environment=LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
-ExecStart=/usr/bin/python3.11 /srv/iris-test/deb_checks.py
+WorkingDirectory=/srv/iris-test
+ExecStart=/usr/bin/python3.11 -m tools.deb.checks
 TimeoutStartSec={timeout}
 
 [Install]
@@ -101,6 +103,16 @@ def repack_upgrade(deb: Path, version: str, out: Path) -> Path:
     return target
 
 
+def copy_checks(test_dir: Path) -> None:
+    """The checks into ``test_dir`` as ``tools/deb/checks/*.py`` with the ``__init__.py`` of
+    tools/ and tools/deb/ (nothing else of them), so that ``python3.11 -m tools.deb.checks``
+    runs from ``test_dir``."""
+    (test_dir / CHECKS.relative_to(ROOT)).mkdir(parents=True)
+    parents = [ROOT / "tools" / "__init__.py", ROOT / "tools" / "deb" / "__init__.py"]
+    for module in [*parents, *sorted(CHECKS.glob("*.py"))]:
+        shutil.copy2(module, test_dir / module.relative_to(ROOT))
+
+
 def stage(root: Path, debs: list[Path], question: Path, params: dict) -> None:
     """Copy the packages, the checks, the spoken question and the oneshot unit into the
     rootfs (the upgrade package follows while it boots: ``upgrade/``)."""
@@ -109,8 +121,7 @@ def stage(root: Path, debs: list[Path], question: Path, params: dict) -> None:
     (test_dir / "upgrade").mkdir()
     for deb in debs:
         shutil.copy2(deb, test_dir / "debs" / deb.name)
-    for script in TOOLS.glob("deb_check*.py"):
-        shutil.copy2(script, test_dir / script.name)
+    copy_checks(test_dir)
     shutil.copy2(question, test_dir / "question.wav")
     (test_dir / "params.json").write_text(json.dumps(params, indent=1))
     for path in [test_dir, *test_dir.rglob("*")]:

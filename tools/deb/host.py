@@ -1,4 +1,4 @@
-"""Host-side helpers of the .deb install test (tools/deb_install_test.py): the test
+"""Host-side helpers of the .deb install test (``tools.deb.install_test``): the test
 server on demand, the spoken question from the test bed, work done in the background
 while the container runs."""
 
@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# Below the container's own wait for llm.json (deb_checks_voice.LLM_WAIT_S, 1500 s), so the
+ROOT = Path(__file__).resolve().parents[2]
+# Below the container's own wait for llm.json (tools.deb.checks.voice.LLM_WAIT_S, 1500 s), so the
 # container hears why instead of timing out.
 LOCK_WAIT_S = 1200
 LLM_LOCK = "/tmp/iris-llm.lock"  # the machine-wide lock every model-heavy job takes

@@ -1,15 +1,7 @@
-#!/usr/bin/python3
-"""The .deb install test's checks, run inside the booted bookworm container as root.
-
-``tools/deb_install_test.py`` copies this directory's ``deb_*.py`` and the packages to
-``/srv/iris-test`` and boots the container with a oneshot unit that runs this script and
-powers off. Each step prints ``PASS``/``FAIL``/``SKIP`` with its time and what it saw to
-``/srv/iris-test/log.txt`` (the host shows it live) and to ``results.json``. Standard
-library only: it runs with the system's /usr/bin/python3.11.
-
-The steps follow a new user: install with ``sudo apt install ./…deb``, check the command,
-the units and their hardening, start the three kinds of service with the real daemon
-(``iris run``), ask it a spoken question, stop them, upgrade, purge.
+"""What every step of the .deb install test's in-container checks shares: the test
+directory, the test users, ``Fail``, ``sh``, waiting, logging and the ``Runner`` that
+records each step's result. Standard library only (the container's /usr/bin/python3.11);
+it imports no other module of the checks.
 """
 
 from __future__ import annotations
@@ -17,15 +9,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-LOG = HERE / "log.txt"
-RESULTS = HERE / "results.json"
+WORK = Path(__file__).resolve().parents[3]
+"""The test directory the host fills (``/srv/iris-test``: params.json, debs/, upgrade/,
+question.wav) and reads (log.txt, results.json, llm-request): the directory holding
+``tools/deb/checks/``."""
+LOG = WORK / "log.txt"
+RESULTS = WORK / "results.json"
 USERS = {"tester2": 1000, "tester": 1001, "tester3": 1002}
 """tester installs with sudo and is iris.service's debconf user (not the first regular
 user, so the default provably comes from SUDO_USER); tester2: iris@tester2; tester3: the
@@ -143,31 +137,3 @@ class Runner:
         for line in rest:
             log(f"       {line}")
         RESULTS.write_text(json.dumps({"params": self.params, "results": self.results}, indent=1))
-
-
-def main() -> int:
-    """Run all steps, write results.json; exit 1 if any step failed."""
-    import deb_checks_install
-    import deb_checks_service
-
-    LOG.write_text("")
-    params = json.loads((HERE / "params.json").read_text())
-    run = Runner(params)
-    ctx: dict = {}
-    run.step("boot: systemd is running", deb_checks_install.booted, critical=True)
-    for name, fn, critical in deb_checks_install.steps(params, ctx):
-        run.step(name, fn, critical=critical)
-    for name, fn, critical in deb_checks_service.steps(params, ctx):
-        run.step(name, fn, critical=critical)
-    for name, fn, critical in deb_checks_install.final_steps(params, ctx):
-        run.step(name, fn, critical=critical)
-    counts = {s: sum(r["status"] == s for r in run.results) for s in ("PASS", "FAIL", "SKIP")}
-    log(f"deb-checks: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] else 0
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
-    import deb_checks  # the step modules import it by name: one copy of Fail, sh
-
-    sys.exit(deb_checks.main())

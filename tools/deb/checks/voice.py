@@ -1,4 +1,5 @@
-"""The spoken turn of the .deb install test (run by deb_checks.py inside the container).
+"""The spoken turn of the .deb install test (run by ``python3.11 -m tools.deb.checks`` in
+the container).
 
 tester's desktop: linger keeps tester's user manager — and with it PipeWire — running,
 as being logged in would, so the virtual devices of DESIGN.md ("Virtual audio") made in
@@ -31,7 +32,8 @@ import time
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from deb_checks import HERE, USERS, Fail, session_env, sh, wait_for
+from tools.deb.checks import iris_unit
+from tools.deb.checks.common import USERS, WORK, Fail, session_env, sh, wait_for
 
 OWNER = "tester"
 HOME = Path("/home", OWNER)
@@ -121,8 +123,8 @@ def _virtual_devices(env: dict[str, str]) -> None:
 
 def request_llm() -> str:
     """Ask the host for the test server; its URL."""
-    answer = HERE / "llm.json"
-    (HERE / "llm-request").write_text(str(time.time()))
+    answer = WORK / "llm.json"
+    (WORK / "llm-request").write_text(str(time.time()))
     wait_for("the host's test server (llm.json)", answer.exists, LLM_WAIT_S, interval=1)
     reply = json.loads(answer.read_text())
     if not reply.get("url"):
@@ -132,14 +134,12 @@ def request_llm() -> str:
 
 def release_llm() -> None:
     """Tell the host the test server is no longer needed."""
-    if (HERE / "llm-request").exists():
-        (HERE / "llm-done").write_text(str(time.time()))
+    if (WORK / "llm-request").exists():
+        (WORK / "llm-done").write_text(str(time.time()))
 
 
 def _status() -> dict:
-    import deb_checks_service
-
-    return deb_checks_service.iris_status(OWNER)
+    return iris_unit.iris_status(OWNER)
 
 
 def _wait_for_turn(after: int) -> dict:
@@ -150,9 +150,7 @@ def _wait_for_turn(after: int) -> dict:
         if st.get("turn_count", 0) > after and st.get("state") == "idle" and st.get("turns"):
             return st
         time.sleep(1)
-    import deb_checks_service
-
-    said = deb_checks_service.logs("iris.service", OWNER)
+    said = iris_unit.logs("iris.service", OWNER)
     raise Fail(f"no turn within {TURN_TIMEOUT_S} s; status {st}\n{said}")
 
 
@@ -186,10 +184,8 @@ def _stages(turn: dict) -> str:
 
 def spoken_turn(params: dict, ctx: dict) -> str:
     """Speak the question into tester's virtual microphone; IRIS's answer must be heard."""
-    import deb_checks_service as service
-
     env = session_env(OWNER)
-    question = HERE / "question.wav"
+    question = WORK / "question.wav"
     if not question.is_file():
         raise Fail(f"the host copied no spoken question to {question}")
     sh(["loginctl", "enable-linger", OWNER])
@@ -202,8 +198,8 @@ def spoken_turn(params: dict, ctx: dict) -> str:
         config.write_text(f'[llm]\nhost = "{url}"\nmodel = "{params["llm_model"]}"\ntemperature = 0.0\n')
         for path in (config.parent.parent, config.parent, config):
             _own(path)
-        took = service.start("iris.service", verb="restart")  # the new config and devices
-        service.check_instance("iris.service", OWNER)
+        took = iris_unit.start("iris.service", verb="restart")  # the new config and devices
+        iris_unit.check_instance("iris.service", OWNER)
         before = _status()
         if before["llm"]["reachable"] is not True:
             raise Fail(f"IRIS cannot reach the test server at {url}: {before['llm']}")

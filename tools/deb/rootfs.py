@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A Debian bookworm root file system for the .deb install test, cached as a tarball.
 
 The first run debootstraps a minbase system with systemd, logind (libpam-systemd), D-Bus,
@@ -171,7 +170,7 @@ def unpack(tarball: Path, dest: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``deb_rootfs.py [--rebuild]``: make sure the cached rootfs exists; print its path."""
+    """``python3.11 -m tools.deb.rootfs [--rebuild]``: make sure the cached rootfs exists; print its path."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rebuild", action="store_true", help="debootstrap again even if cached")
     args = p.parse_args(argv)

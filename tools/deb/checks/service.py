@@ -1,5 +1,5 @@
-"""Service steps of the .deb install test (run by deb_checks.py inside the container):
-the three ways to run IRIS — the real daemon, ``iris run`` — come up READY in their
+"""Service steps of the .deb install test (run by ``python3.11 -m tools.deb.checks`` in the
+container): the three ways to run IRIS — the real daemon, ``iris run`` — come up READY in their
 user's session, a second IRIS for the same user is refused without a restart loop,
 ``iris status`` answers over each control socket, a spoken question gets a spoken answer,
 every daemon stays up (also the one whose user has no PipeWire at all: its audio problems
@@ -13,14 +13,13 @@ devices, as the user manager starts it.
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 import time
 from pathlib import Path
 
-import deb_checks_voice
-from deb_checks import USERS, Fail, session_env, sh, show, wait_for
+from tools.deb.checks import voice
+from tools.deb.checks.common import USERS, Fail, session_env, sh, show, wait_for
+from tools.deb.checks.iris_unit import check_instance, daemon_log, logs, scope, start, started
 
 STOP_LIMIT_S = 3.0  # the daemon exits within 2 s of SIGTERM; plus closing the PAM session
 STAY_UP_S = 10.0  # longer than RestartSec and than the capture's first retries
@@ -32,104 +31,6 @@ PIPEWIRE_UNITS = (
 INSTANCES = (("iris.service", "tester", None), ("iris@tester2.service", "tester2", None),
              ("iris.service", "tester3", "tester3"))  # fmt: skip
 """(unit, the user it runs as, the user manager it lives in or None for the system)."""
-_started: dict[tuple[str, str | None], tuple[int, float]] = {}
-"""MainPID of each instance when it came up (and when), to prove it stayed up."""
-
-
-def _scope(user: str | None) -> list[str]:
-    return ["--user", "-M", f"{user}@"] if user else []
-
-
-def journal(unit: str, user: str | None = None, lines: int = 30) -> str:
-    """The last ``lines`` journal lines of ``unit`` (in ``user``'s manager if given)."""
-    select = [f"_UID={USERS[user]}", "--user-unit", unit] if user else ["-u", unit]
-    cmd = ["journalctl", *select, "-o", "cat", "-n", str(lines), "--no-pager"]
-    return sh(cmd, check=False).stdout.strip()
-
-
-def daemon_log(owner: str, lines: int = 30) -> str:
-    """The last ``lines`` lines IRIS logged as ``owner``. ``journalctl -u`` misses most of
-    them for the system units: pam_systemd moves the daemon into its logind session's
-    scope, so the journal files them under ``session-N.scope``; their identifier
-    (``SyslogIdentifier=iris``) and uid find them."""
-    cmd = ["journalctl", "-t", "iris", f"_UID={USERS[owner]}", "-o", "cat", "-n", str(lines), "--no-pager"]
-    return sh(cmd, check=False).stdout.strip()
-
-
-def logs(unit: str, owner: str, user: str | None = None) -> str:
-    """What systemd said about ``unit`` and what the daemon said, for a failure report."""
-    return f"-- systemd:\n{journal(unit, user, 15)}\n-- iris ({owner}):\n{daemon_log(owner, 20)}"
-
-
-def owner_of(unit: str, user: str | None = None) -> str:
-    """The user an IRIS unit runs as (iris.service: the debconf drop-in's user)."""
-    if user:
-        return user
-    if unit.startswith("iris@"):
-        return unit[len("iris@") : -len(".service")]
-    return show(unit).get("User") or "tester"
-
-
-def start(unit: str, user: str | None = None, enable: bool = False, verb: str = "start") -> float:
-    """``systemctl [--user -M user@] [enable --now|VERB] unit``; returns the seconds it
-    took (Type=notify: systemctl returns once the daemon said READY=1)."""
-    argv = ["enable", "--now"] if enable else [verb]
-    t0 = time.monotonic()
-    out = sh(["systemctl", *_scope(user), *argv, unit], check=False, timeout=240)
-    if out.returncode != 0:
-        why = logs(unit, owner_of(unit, user), user)
-        raise Fail(f"systemctl {' '.join(argv)} {unit} failed: {out.stderr.strip()}\n{why}")
-    return time.monotonic() - t0
-
-
-def _main_process(unit: str, user: str | None) -> tuple[int, int, dict[str, str]]:
-    props = show(unit, user)
-    if (props.get("ActiveState"), props.get("SubState")) != ("active", "running"):
-        state = f"{props.get('ActiveState')}/{props.get('SubState')}"
-        raise Fail(f"{unit}: {state}\n{logs(unit, owner_of(unit, user), user)}")
-    pid = int(props["MainPID"])
-    status = Path(f"/proc/{pid}/status").read_text()
-    uid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-    return pid, uid, env
-
-
-def iris_status(owner: str) -> dict:
-    """``iris status --json`` run by ``owner`` in its session: the daemon's answer."""
-    out = sh(["iris", "status", "--json"], user=owner, env=session_env(owner), timeout=60)
-    try:
-        data = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        raise Fail(f"iris status --json as {owner}: not JSON: {out.stdout[:300]!r}") from None
-    if not isinstance(data, dict) or not data.get("ok"):
-        raise Fail(f"iris status --json as {owner}: {data!r}"[:500])
-    return data
-
-
-def check_instance(unit: str, owner: str, user: str | None = None) -> str:
-    """The running IRIS is ``owner``'s, in ``owner``'s session, and answers on its socket."""
-    pid, uid, env = _main_process(unit, user)
-    want_uid = USERS[owner]
-    runtime = f"/run/user/{want_uid}"
-    if uid != want_uid:
-        raise Fail(f"{unit} runs as uid {uid}, not {owner} ({want_uid})")
-    if env.get("XDG_RUNTIME_DIR") != runtime:
-        raise Fail(f"{unit}: XDG_RUNTIME_DIR={env.get('XDG_RUNTIME_DIR')!r}, expected {runtime}")
-    sock = Path(runtime, "iris", "control.sock")
-    wait_for(f"{sock}", sock.exists, 10)
-    st = sock.stat()
-    if not stat.S_ISSOCK(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o600 or st.st_uid != want_uid:
-        raise Fail(f"{sock}: mode {oct(st.st_mode)}, owner {st.st_uid}; expected a 0600 socket of {owner}")
-    answer = iris_status(owner)
-    if answer.get("pid") != pid:
-        raise Fail(f"iris status as {owner} answered from pid {answer.get('pid')}, the unit's is {pid}")
-    _started[(unit, user)] = (pid, time.monotonic())
-    models = answer["models"]
-    return (
-        f"pid {pid} uid {uid}, XDG_RUNTIME_DIR={runtime}, control.sock 0600; "
-        f"iris status: {answer['state']}, stt {models['stt']}, tts {models['tts']}, wake {models['wake']}"
-    )
 
 
 def start_system() -> str:
@@ -207,8 +108,8 @@ def status_text() -> str:
 def stayed_up() -> str:
     """Each IRIS still runs as the process that said READY (no crash, no restart); the
     one without PipeWire logged its audio problem and keeps retrying."""
-    if _started:  # each daemon has run for at least STAY_UP_S
-        time.sleep(max(0.0, STAY_UP_S - (time.monotonic() - max(t for _, t in _started.values()))))
+    if started:  # each daemon has run for at least STAY_UP_S
+        time.sleep(max(0.0, STAY_UP_S - (time.monotonic() - max(t for _, t in started.values()))))
     found = []
     for unit, owner, user in INSTANCES:
         props = show(unit, user)
@@ -216,7 +117,7 @@ def stayed_up() -> str:
         got = {k: props.get(k) for k in ("ActiveState", "SubState", "NRestarts")}
         if got != {"ActiveState": "active", "SubState": "running", "NRestarts": "0"}:
             raise Fail(f"{where}: {got}\n{logs(unit, owner, user)}")
-        ready_pid = _started.get((unit, user), (None, 0.0))[0]
+        ready_pid = started.get((unit, user), (None, 0.0))[0]
         if int(props["MainPID"]) != ready_pid:
             raise Fail(f"{where}: pid {props['MainPID']}, not {ready_pid} that said READY")
         found.append(f"{where} pid {props['MainPID']}")
@@ -235,7 +136,7 @@ def stop_all() -> str:
     timings = []
     for unit, _owner, user in INSTANCES:
         t0 = time.monotonic()
-        sh(["systemctl", *_scope(user), "stop", unit], timeout=60)
+        sh(["systemctl", *scope(user), "stop", unit], timeout=60)
         took = time.monotonic() - t0
         props = show(unit, user)
         got = {k: props.get(k) for k in ("ActiveState", "Result", "ExecMainStatus")}
@@ -267,7 +168,7 @@ def steps(params: dict, ctx: dict) -> list:
         ("iris status over the control socket (tester)", status_text, False),
         (
             "spoken question on tester's virtual mic gets a spoken answer",
-            lambda: deb_checks_voice.spoken_turn(params, ctx),
+            lambda: voice.spoken_turn(params, ctx),
             False,
         ),
         ("every IRIS stayed up; without PipeWire, audio problems are logged", stayed_up, False),
