@@ -58,7 +58,7 @@ format: venv
 	$(BIN)/ruff format .
 
 demo: setup
-	$(BIN)/python tools/demo.py
+	$(BIN)/python -m tools.demo
 
 bench: setup
 	$(BIN)/python -m tools.bench.intents

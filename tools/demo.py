@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """IRIS's demo: spoken questions in, spoken answers out, on a machine with no microphone.
 
 The questions are WAVs synthesized at set-up (``make fixtures``: "Hey Jarvis, what time
@@ -11,6 +10,8 @@ stage took.
 Uses the Ollama server at the configured address when one answers; otherwise it serves
 the packaged Qwen2.5-Coder-1.5B model through IRIS's Ollama-protocol test server on a
 private loopback port. Timers set by the demo go to a throw-away state directory.
+
+Run from the repository root: ``python -m tools.demo`` (``make demo``).
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from iris_voice import config as config_mod
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice import config as config_mod  # noqa: E402
-
 QUESTIONS = ["bench_time_tokyo", "bench_multiply", "bench_pasta_timer", "bench_list_timers", "bench_octopus"]
 OUT = ROOT / "demo-output"
 

@@ -160,6 +160,7 @@ def live(server_url: str, names: list[str], idle_s: float) -> tuple[list[dict], 
 
 
 async def amain(args: argparse.Namespace) -> int:
+    """Run the chosen modes against one test server, then print (and with ``--json`` write) the report."""
     names = [n for n in BENCH if n in args.only] if args.only else list(BENCH)  # BENCH order
     names = names[: args.questions] if args.questions else names
     modes = set(args.modes.split(","))
