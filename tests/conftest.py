@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.timer_harness import Harness
-from tools.fetch_models import gguf_path
-from tools.testbed import ServerHandle, start_openai_server, start_server
+from tools.testbed.fetch_models import gguf_path
+from tools.testbed.servers import ServerHandle, start_openai_server, start_server
 
 NO_TOOLS_MODEL = "qwen-notools"
 """A second name for the same GGUF whose capabilities lack "tools" (for IRIS's text fallback)."""
@@ -23,7 +23,7 @@ def _why_no_model() -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
         return f"llama_cpp is not importable by {sys.executable} (install llama-cpp-python==0.3.36)"
     if not gguf_path().is_file():
-        return f"the test LLM is missing at {gguf_path()} (run tools/fetch_models.py)"
+        return f"the test LLM is missing at {gguf_path()} (run python -m tools.testbed.fetch_models)"
     return None
 
 
@@ -61,7 +61,7 @@ def speech_manifest() -> dict:
     if reason:
         print(f"\nskipping speech tests: {reason}", file=sys.stderr)
         pytest.skip(reason)
-    from tools.fixtures import ensure_fixtures, load_manifest
+    from tools.testbed.fixtures import ensure_fixtures, load_manifest
 
     ensure_fixtures()
     return load_manifest()
@@ -69,10 +69,10 @@ def speech_manifest() -> dict:
 
 @pytest.fixture(scope="session")
 def virtual_audio():
-    """A private PipeWire session (tools/audiobed.py) with iris_speaker, iris_micfeed and
+    """A private PipeWire session (tools/testbed/audiobed.py) with iris_speaker, iris_micfeed and
     iris_mic, and this process's PortAudio pointed at it. Skips when the apt packages are
     missing (``make audio-deps`` installs them)."""
-    from tools.audiobed import VirtualAudio, missing
+    from tools.testbed.audiobed import VirtualAudio, missing
 
     gone = missing()
     if gone:

@@ -1,6 +1,6 @@
 """Capture and playback through PortAudio on real (virtual) PipeWire devices.
 
-Every test here runs against tools/audiobed.py: a private PipeWire session whose
+Every test here runs against tools/testbed/audiobed.py: a private PipeWire session whose
 ``iris_mic`` hears what ``play_into_mic`` plays and whose ``iris_speaker`` is recorded
 with ``record_speaker``.
 """
@@ -32,7 +32,7 @@ from tests.audiosignals import (
     tone,
     write_wav,
 )
-from tools.audiobed import VirtualAudio
+from tools.testbed.audiobed import VirtualAudio
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -187,7 +187,7 @@ async def test_missing_devices_are_reported_not_raised(virtual_audio: VirtualAud
 
 @pytest.mark.slow
 async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> None:
-    from tools.audiobed import missing
+    from tools.testbed.audiobed import missing
 
     if missing():
         pytest.skip(f"virtual audio needs {', '.join(missing())}")
@@ -238,9 +238,9 @@ def test_a_bed_left_by_a_killed_process_is_reaped(virtual_audio: VirtualAudio) -
     import sys
     from pathlib import Path
 
-    from tools.audiobed import reap_stale
+    from tools.testbed.audiobed import reap_stale
 
-    script = "from tools.audiobed import VirtualAudio; import time; b = VirtualAudio().start(); "
+    script = "from tools.testbed.audiobed import VirtualAudio; import time; b = VirtualAudio().start(); "
     script += "print(b.dir, flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:

@@ -1,4 +1,4 @@
-"""The voice benchmark's judges and its timer set-up (tools/bench_checks.py, bench_setup.py).
+"""The voice benchmark's judges and its timer set-up (tools/bench/checks.py, timer_state.py).
 
 A benchmark that calls a wrong fast answer right hides exactly what the benchmark must count, so the
 checks are tested on right and wrong replies of both the fast path's and a model's kind.
@@ -14,9 +14,9 @@ import pytz
 
 from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
-from tools.bench_checks import correct, hours_now
-from tools.bench_setup import pasta_left, prepare
-from tools.fixtures import BENCH
+from tools.bench.checks import correct, hours_now
+from tools.bench.timer_state import pasta_left, prepare
+from tools.testbed.fixtures import BENCH
 
 
 def test_every_benchmark_question_has_a_check():

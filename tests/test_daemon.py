@@ -12,7 +12,7 @@ from iris_voice.app.daemon import NOT_REACHABLE_AT_START, Daemon
 from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
 from tests.fakes_audio import SILENCE, FakeSink, FakeStt, FakeTts, FakeVad, FakeWake, ScriptSource, frames
 from tests.mcp_servers import time_server
-from tools.testbed import free_port
+from tools.testbed.servers import free_port
 
 
 async def _started(daemon: Daemon, notify: socket.socket, timeout: float = 60) -> asyncio.Task:

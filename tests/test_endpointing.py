@@ -3,7 +3,7 @@
 The ``endpoint_*`` fixtures are Piper sentences with 0.3, 0.5 or 0.7 s of silence
 mid-sentence; the ``bench_*`` ones are the benchmark's questions, each with the comma
 pause of "Hey Jarvis, …". The VAD's probabilities go through IRIS's ``Segmenter`` with the
-listener's threshold and hysteresis (tools/bench_endpoint.py). These tests pin down the
+listener's threshold and hysteresis (tools/bench/endpoint.py). These tests pin down the
 trade-off ``audio.vad_hangover_ms`` makes: what the shipped default keeps whole, what it
 still cuts, and what it costs.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.config import AudioConfig
-from tools.bench_endpoint import judge, probabilities
-from tools.fixtures import BENCH, ENDPOINT, read_wav
+from tools.bench.endpoint import judge, probabilities
+from tools.testbed.fixtures import BENCH, ENDPOINT, read_wav
 
 pytestmark = pytest.mark.speech
 
@@ -57,7 +57,7 @@ def test_the_default_hangover_costs_about_itself(probs, speech_manifest):
 @pytest.mark.parametrize("name", [n for n, (_, pause) in ENDPOINT.items() if pause >= 0.7])
 def test_the_trade_off_a_long_pause_is_cut_at_the_default_and_kept_at_800_ms(probs, speech_manifest, name):
     # The price of a fast endpoint: a 0.7 s hesitation ends the question. 800 ms would keep
-    # it, at about 400 ms more on every answer (tools/bench_endpoint.py prints the figures).
+    # it, at about 400 ms more on every answer (tools/bench/endpoint.py prints the figures).
     # A 0.5 s pause is cut too, by some sentences (it needs about 600 ms).
     assert verdict(probs, speech_manifest, name, DEFAULT_MS)["cut"]
     assert not verdict(probs, speech_manifest, name, 800)["cut"]

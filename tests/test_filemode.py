@@ -77,8 +77,8 @@ async def test_a_file_without_speech_has_no_turns(tmp_path):
 
 def run_file_turn(tmp_path: Path, host: str, intents: bool) -> dict:
     """``iris ask --wav`` on the spoken multiplication in a fresh process; its JSON trace."""
-    from tools.fixtures import fixture
-    from tools.voicebed import write_config
+    from tools.testbed.fixtures import fixture
+    from tools.testbed.voicebed import write_config
 
     sections = {"llm": {"temperature": 0.0}, "tools": {"timezone": "UTC"}, "intents": {"enabled": intents}}
     config = write_config(tmp_path / "c.toml", sections)
@@ -125,7 +125,7 @@ def test_cli_voice_turn_from_a_file(ollama_server, speech_manifest, judge, tmp_p
 @pytest.mark.speech
 @pytest.mark.timeout(300)
 def test_cli_fast_path_file_turn_needs_no_model_server(speech_manifest, judge, tmp_path):
-    from tools.testbed import free_port
+    from tools.testbed.servers import free_port
 
     # nothing listens on this port: the sum is answered from the intent templates alone
     trace = run_file_turn(tmp_path, f"http://127.0.0.1:{free_port()}", intents=True)
@@ -141,8 +141,8 @@ def test_cli_fast_path_file_turn_needs_no_model_server(speech_manifest, judge, t
 @pytest.mark.speech
 @pytest.mark.timeout(300)
 def test_cli_file_turn_for_the_model_without_a_server_exits_unavailable(speech_manifest, judge, tmp_path):
-    from tools.fixtures import fixture
-    from tools.testbed import free_port
+    from tools.testbed.fixtures import fixture
+    from tools.testbed.servers import free_port
 
     env = dict(os.environ, OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", XDG_STATE_HOME=str(tmp_path))
     env.pop("IRIS_CONFIG", None)

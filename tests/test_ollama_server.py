@@ -21,10 +21,10 @@ import pytest
 # The server's own dependencies (pinned in the dev requirements); without them this module
 # reports a skip instead of breaking collection for the whole suite.
 for _dep in ("jinja2", "starlette", "uvicorn"):
-    pytest.importorskip(_dep, reason=f"{_dep} is needed by tools/ollama_server.py")
+    pytest.importorskip(_dep, reason=f"{_dep} is needed by tools/testbed/ollama_server.py")
 
-from tools import ollama_proto as proto  # noqa: E402
-from tools.ollama_server import OllamaApp, ServedModel  # noqa: E402
+from tools.testbed import ollama_proto as proto  # noqa: E402
+from tools.testbed.ollama_server import OllamaApp, ServedModel  # noqa: E402
 
 MODEL = "qwen2.5-coder:1.5b"
 NO_TOOLS = "qwen-notools"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.app.runtime import InstanceLock
-from tools import deb_version
+from tools.deb import version as deb_version
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_UNIT = ROOT / "packaging" / "systemd" / "iris.service"
@@ -158,17 +158,14 @@ def test_daemon_exits_with_a_status_the_units_do_not_restart(case, tmp_path):
 
 
 def _container_module(name: str):
-    """A module of the install test's container side (they import each other by name)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    """A module of the install test's container side (the package tools.deb.checks)."""
+    return importlib.import_module(f"tools.deb.checks.{name}")
 
 
 def test_container_checks_need_only_the_standard_library():
     # They run with the container's /usr/bin/python3.11, before and after IRIS is installed.
-    for path in sorted((ROOT / "tools").glob("deb_checks*.py")):
+    container = [ROOT / "tools" / "__init__.py", ROOT / "tools" / "deb" / "__init__.py"]
+    for path in container + sorted((ROOT / "tools" / "deb" / "checks").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -176,8 +173,8 @@ def test_container_checks_need_only_the_standard_library():
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module]
             for name in names:
-                top = name.split(".")[0]
-                assert top in sys.stdlib_module_names or top.startswith("deb_checks"), f"{path.name}: {name}"
+                top, checks = name.split(".")[0], name.startswith("tools.deb.checks")
+                assert top in sys.stdlib_module_names or checks, f"{path.relative_to(ROOT)}: {name}"
 
 
 @pytest.mark.parametrize(
@@ -194,7 +191,7 @@ def test_container_checks_need_only_the_standard_library():
     ],
 )
 def test_spoken_answer_judge_counts_numbers_in_digits_or_words(said, heard, share):
-    voice = _container_module("deb_checks_voice")
+    voice = _container_module("voice")
     assert voice.share_heard(said, heard) == share
     assert voice.spell(1081) == "one thousand eighty one" and voice.spell(700) == "seven hundred"
 
@@ -204,7 +201,7 @@ def test_install_test_server_waits_for_the_llm_lock_a_bounded_time(tmp_path, mon
     import fcntl
     import json
 
-    from tools import deb_testbed
+    from tools.deb import host as deb_testbed
 
     lock = tmp_path / "llm.lock"
     monkeypatch.setattr(deb_testbed, "LLM_LOCK", str(lock))

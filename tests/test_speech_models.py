@@ -1,7 +1,7 @@
 """The speech engines with their real models, on Piper-spoken fixtures.
 
 Whisper (tiny.en, base), Piper (en_US joe), Silero VAD and openWakeWord, each behind
-the Protocol the pipeline uses. Fixtures come from ``tools/fixtures.py`` (cached).
+the Protocol the pipeline uses. Fixtures come from ``tools/testbed/fixtures.py`` (cached).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.tts import PiperSynthesizer, speakable
 from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import OpenWakeWordDetector
-from tools.fixtures import read_wav
+from tools.testbed.fixtures import read_wav
 
 pytestmark = pytest.mark.speech
 

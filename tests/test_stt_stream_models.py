@@ -17,7 +17,7 @@ from iris_voice.config import SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.stt_stream import StreamingTranscriber
 from iris_voice.speech.vad import SileroDetector
-from tools.fixtures import read_wav
+from tools.testbed.fixtures import read_wav
 
 pytestmark = pytest.mark.speech
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def iris(virtual_audio, ollama_server, speech_manifest, tmp_path_factory):
     """The voice daemon on the virtual devices, in wake-word mode."""
-    from tools.voicebed import LiveDaemon
+    from tools.testbed.voicebed import LiveDaemon
 
     work = tmp_path_factory.mktemp("iris-e2e")
     # temperature 0: the same question gets the same answer, run after run
@@ -44,7 +44,7 @@ def new_conversation(iris):
 
 def test_wake_word_barges_in(virtual_audio, iris):
     """First, with an empty history: the model answers this request at length."""
-    from tools.fixtures import fixture, load_manifest
+    from tools.testbed.fixtures import fixture, load_manifest
 
     count = iris.status()["turn_count"]
     rec = virtual_audio.record_speaker()
@@ -103,7 +103,7 @@ def test_arithmetic_is_spoken(virtual_audio, iris, judge):
 
 
 def test_timer_is_announced_when_due_and_stop_dismisses_it(virtual_audio, iris, judge):
-    from tools.fixtures import fixture
+    from tools.testbed.fixtures import fixture
 
     count = iris.status()["turn_count"]
     rec = virtual_audio.record_speaker()  # from the question on: the alarm may follow the reply at once

@@ -26,7 +26,7 @@ def _set_timer(iris, label: str, seconds: int) -> None:
 
 
 def test_timers_survive_sigkill_and_are_announced_as_missed(virtual_audio, ollama_server, judge, tmp_path):
-    from tools.voicebed import LiveDaemon
+    from tools.testbed.voicebed import LiveDaemon
 
     config = {"audio": {"chime": False}, "tools": {"timezone": "UTC"}}
     daemon = LiveDaemon(virtual_audio, ollama_server.url, tmp_path, config).start()
@@ -50,7 +50,7 @@ def test_timers_survive_sigkill_and_are_announced_as_missed(virtual_audio, ollam
 
 
 def test_sigterm_stops_cleanly(virtual_audio, ollama_server, tmp_path):
-    from tools.voicebed import LiveDaemon
+    from tools.testbed.voicebed import LiveDaemon
 
     daemon = LiveDaemon(virtual_audio, ollama_server.url, tmp_path).start()
     code, seconds = daemon.terminate()
@@ -63,14 +63,14 @@ def test_sigterm_stops_cleanly(virtual_audio, ollama_server, tmp_path):
 
 
 def test_model_server_stopped_mid_turn(virtual_audio, speech_manifest, judge, tmp_path):
-    from tools.testbed import free_port, start_server
-    from tools.voicebed import LiveDaemon
+    from tools.testbed.servers import free_port, start_server
+    from tools.testbed.voicebed import LiveDaemon
 
     port = free_port()
     server = start_server(extra_args=["--port", str(port)])
     daemon = LiveDaemon(virtual_audio, server.url, tmp_path / "iris").start()
     try:
-        from tools.fixtures import fixture
+        from tools.testbed.fixtures import fixture
 
         rec = virtual_audio.record_speaker()
         # a question only the model answers (the clock would be answered by the fast path)

@@ -57,7 +57,7 @@ def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> l
 
 def ask(bed, iris, name: str, settle: float = 0.8) -> tuple[dict, np.ndarray]:
     """Play a spoken fixture into the microphone; the turn's trace and what the speaker played."""
-    from tools.fixtures import fixture
+    from tools.testbed.fixtures import fixture
 
     count = iris.status()["turn_count"]
     rec = bed.record_speaker()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """IRIS's demo: spoken questions in, spoken answers out, on a machine with no microphone.
 
 The questions are WAVs synthesized at set-up (``make fixtures``: "Hey Jarvis, what time
@@ -11,6 +10,8 @@ stage took.
 Uses the Ollama server at the configured address when one answers; otherwise it serves
 the packaged Qwen2.5-Coder-1.5B model through IRIS's Ollama-protocol test server on a
 private loopback port. Timers set by the demo go to a throw-away state directory.
+
+Run from the repository root: ``python -m tools.demo`` (``make demo``).
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from iris_voice import config as config_mod
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from iris_voice import config as config_mod  # noqa: E402
-
 QUESTIONS = ["bench_time_tokyo", "bench_multiply", "bench_pasta_timer", "bench_list_timers", "bench_octopus"]
 OUT = ROOT / "demo-output"
 
@@ -50,7 +49,7 @@ def show(name: str, turn: dict, out: Path) -> None:
 async def run(cfg: config_mod.Config) -> int:
     """Answer each question; non-zero when one could not be answered."""
     from iris_voice.app.filemode import FileTurns
-    from tools.fixtures import fixture
+    from tools.testbed.fixtures import fixture
 
     turns = FileTurns(cfg)
     t0 = time.perf_counter()
@@ -73,20 +72,20 @@ async def run(cfg: config_mod.Config) -> int:
 
 def main() -> int:
     """Run the demo."""
-    from tools.fixtures import ensure_fixtures
+    from tools.testbed.fixtures import ensure_fixtures
 
     cfg, _ = config_mod.load()
     ensure_fixtures()  # synthesizes with its own event loop: before ours starts
     with ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-demo-"))
         tools = cfg.tools.model_copy(update={"timers_db": f"{tmp}/timers.db"})
-        from tools.testbed import ollama_answers
+        from tools.testbed.servers import ollama_answers
 
         if ollama_answers(cfg.llm.host):
             print(f"Using the Ollama server at {cfg.llm.host} (model {cfg.llm.model}).")
         else:
-            from tools.fetch_models import assemble
-            from tools.testbed import start_server
+            from tools.testbed.fetch_models import assemble
+            from tools.testbed.servers import start_server
 
             print(f"No Ollama server at {cfg.llm.host}: serving the packaged model on a private port.")
             server = stack.enter_context(start_server(assemble(), extra_args=["--model", cfg.llm.model]))

@@ -1,0 +1,75 @@
+"""Speed of the local intent matcher: build time and match time per sentence (medians).
+
+Matches everyday commands (which the fast path answers) and near misses (which go to
+the model) many times each, after one warm-up match, and prints the median, p95 and
+worst match time of each group and of all sentences. No model is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from iris_voice.conversation.fastpath import IntentMatcher
+
+COMMANDS = [
+    "what time is it", "What time is it in Tokyo?", "what's the time in new york right now",
+    "what's the date", "what day is it today", "set a pasta timer for eight minutes",
+    "set a timer for an hour and a half", "start a 5 minute timer for the eggs",
+    "add two minutes to the pasta timer", "take 30 seconds off the timer", "pause the pasta timer",
+    "resume the timer", "how long is left on the pasta timer", "cancel all timers",
+    "what is twenty three times forty seven", "square root of 144", "what is 15% of 80?",
+    "remind me to call mom in two hours", "remind me at 7 pm to take out the trash",
+    "remind me to put the cake in the oven in ten minutes",
+]  # fmt: skip
+NEAR_MISSES = [
+    "what time did the movie start", "set the table", "how long is the Nile",
+    "what's the time complexity of quicksort", "remind me what we talked about",
+    "what time is it in the movie", "what is 2 times 3 times 4", "tell me a joke about cats",
+    "could you explain how a timer interrupt works on a microcontroller",
+    "what is the capital of France",
+]  # fmt: skip
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    """Command-line entry."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20, help="matches per sentence")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    matcher = IntentMatcher()
+    build_ms = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    matcher.match("what time is it in Tokyo")
+    first_ms = (time.perf_counter() - t0) * 1000
+    print(f"templates loaded and compiled in {build_ms:.0f} ms; first match {first_ms:.0f} ms")
+    every: list[float] = []
+    for name, sentences, fast in (("commands", COMMANDS, True), ("near misses", NEAR_MISSES, False)):
+        per_sentence, wrong = [], []
+        for text in sentences:
+            times = []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                found = matcher.match(text)
+                times.append((time.perf_counter() - t0) * 1000)
+            if (found is not None) != fast:
+                wrong.append(text)
+            per_sentence.append(statistics.median(times))
+        every += per_sentence
+        print(
+            f"{name:12} {len(sentences):3d} sentences: median {statistics.median(per_sentence):.2f} ms, "
+            f"p95 {pct(per_sentence, 0.95):.2f} ms, max {max(per_sentence):.2f} ms"
+            + (f"; NOT AS EXPECTED: {wrong}" if wrong else "")
+        )
+    print(f"{'all':12} {len(every):3d} sentences: median {statistics.median(every):.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
