@@ -50,9 +50,12 @@ test: setup audio-deps
 test-fast: venv
 	$(BIN)/python -m pytest -ra -m "not model and not speech"
 
+# Style, and the layout's rules read from the source: imports point down the pipeline,
+# no import cycles, no sys.path edits (ARCHITECTURE.md).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_layers.py
 
 format: venv
 	$(BIN)/ruff format .

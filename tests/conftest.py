@@ -1,5 +1,10 @@
 """Shared fixtures: the Ollama-protocol test server backed by the real GGUF, the speech
-models and virtual audio, and the timer service on a fake clock."""
+models and virtual audio, and the timer service on a fake clock.
+
+The test bed (``tools/``) is imported inside the fixtures that need it, so the unit tests
+never load it. Folders: ``unit`` (fakes of each Protocol), ``model`` (the real language
+model), ``speech`` (the real speech models), ``e2e`` (whole turns, virtual audio, the
+daemon), ``packaging`` (the .deb); ``support`` holds the fakes and harnesses."""
 
 from __future__ import annotations
 
@@ -8,18 +13,19 @@ import importlib.util
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.timer_harness import Harness
-from tools.testbed.fetch_models import gguf_path
-from tools.testbed.servers import ServerHandle, start_openai_server, start_server
+from tests.support.timer_harness import Harness
 
 NO_TOOLS_MODEL = "qwen-notools"
 """A second name for the same GGUF whose capabilities lack "tools" (for IRIS's text fallback)."""
 
 
 def _why_no_model() -> str | None:
+    from tools.testbed.fetch_models import gguf_path
+
     if importlib.util.find_spec("llama_cpp") is None:
         return f"llama_cpp is not importable by {sys.executable} (install llama-cpp-python==0.3.36)"
     if not gguf_path().is_file():
@@ -28,13 +34,15 @@ def _why_no_model() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def ollama_server() -> Iterator[ServerHandle]:
+def ollama_server() -> Iterator[Any]:
     """One test server for the whole session (loading the model costs seconds), serving
     ``qwen2.5-coder:1.5b`` and ``qwen-notools``. Skips when the model or llama.cpp is missing."""
     reason = _why_no_model()
     if reason:
         print(f"\nskipping model tests: {reason}", file=sys.stderr)
         pytest.skip(reason)
+    from tools.testbed.servers import start_server
+
     with start_server(extra_args=["--no-tools-model", NO_TOOLS_MODEL]) as server:
         yield server
 
@@ -94,7 +102,7 @@ def judge(speech_manifest):
 
 
 @pytest.fixture(scope="session")
-def openai_server() -> Iterator[ServerHandle]:
+def openai_server() -> Iterator[Any]:
     """llama-cpp-python's OpenAI-compatible server on the same GGUF (model alias ``planner``),
     for boost mode's OpenAI backend. Skips when the model or the server's packages are missing."""
     reason = _why_no_model()
@@ -108,6 +116,8 @@ def openai_server() -> Iterator[ServerHandle]:
     if reason:
         print(f"\nskipping OpenAI-server tests: {reason}", file=sys.stderr)
         pytest.skip(reason)
+    from tools.testbed.servers import start_openai_server
+
     with start_openai_server(alias="planner") as server:
         yield server
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from iris_voice import config as config_mod
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ["bench_time_tokyo", "bench_multiply", "bench_pasta_timer", "bench_list_timers", "bench_octopus"]
 OUT = ROOT / "demo-output"
 
@@ -51,20 +51,20 @@ async def run(cfg: config_mod.Config) -> int:
     from iris_voice.app.filemode import FileTurns
     from tools.testbed.fixtures import fixture
 
-    turns = FileTurns(cfg)
-    t0 = time.perf_counter()
-    await turns.warmup()
-    print(f"Speech and language models ready in {time.perf_counter() - t0:.1f} s.")
-    OUT.mkdir(exist_ok=True)
-    failures = 0
-    for name in QUESTIONS:
-        out = OUT / f"{name.removeprefix('bench_')}.wav"
-        answered = await turns.run(fixture(name), out)
-        if not answered:
-            failures += 1
-            print(f"\n> {name}: no question heard")
-            continue
-        show(name, answered[0], out)
+    async with FileTurns(cfg) as turns:  # the daemon's parts, from the one assembly
+        t0 = time.perf_counter()
+        await turns.warmup()
+        print(f"Speech and language models ready in {time.perf_counter() - t0:.1f} s.")
+        OUT.mkdir(exist_ok=True)
+        failures = 0
+        for name in QUESTIONS:
+            out = OUT / f"{name.removeprefix('bench_')}.wav"
+            answered = await turns.run(fixture(name), out)
+            if not answered:
+                failures += 1
+                print(f"\n> {name}: no question heard")
+                continue
+            show(name, answered[0], out)
     print(f"\n{len(QUESTIONS) - failures} of {len(QUESTIONS)} spoken questions answered; "
           f"the answers are in {OUT.relative_to(ROOT)}/.")  # fmt: skip
     return 1 if failures else 0

@@ -28,18 +28,16 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytz
 
-from iris_voice.config import BoostConfig, Config, LlmConfig, ToolsConfig
-from iris_voice.conversation.boost import BoostLoop, planner_backend
-from iris_voice.conversation.chat import ChatLoop
+from iris_voice.app.assembly import build_app
+from iris_voice.config import BoostConfig, Config, IntentsConfig, LlmConfig, ToolsConfig
+from iris_voice.conversation.boost import Boost, planner_backend
+from iris_voice.conversation.responder import Assistant
 from iris_voice.conversation.trace import TurnTrace
-from iris_voice.llm.client import OllamaBackend
 from iris_voice.llm.openai_client import OpenAIBackend
 from iris_voice.timers.store import TimerStore
-from iris_voice.tools.builtin import build_registry
 
 
 def hours_spoken(reply: str) -> set[int]:
@@ -133,11 +131,14 @@ class Row:
     planner_ms: float
 
 
-def _make(mode: str, cfg: Config, planner) -> tuple[ChatLoop | BoostLoop, TimerStore]:
-    registry, _ = build_registry(cfg)
-    chat_loop = ChatLoop(OllamaBackend(cfg.llm), registry, cfg.llm)
-    loop = chat_loop if mode == "direct" else BoostLoop(chat_loop, planner, cfg.boost)
-    return loop, TimerStore(Path(cfg.tools.timers_db))
+def _make(mode: str, cfg: Config, planner) -> tuple[Assistant, TimerStore]:
+    """IRIS's assistant from the one assembly, without the fast path (the model's turns are
+    measured), with ``planner`` in front for boost."""
+    boost = cfg.boost.model_copy(update={"enabled": False})
+    app = build_app(cfg.model_copy(update={"intents": IntentsConfig(enabled=False), "boost": boost}))
+    if mode == "boost":
+        app.responder.boost = Boost(app.responder.chat, planner, cfg.boost)
+    return app.responder, app.timers.store
 
 
 async def run_mode(mode: str, cfg: Config, planner, questions) -> list[Row]:
@@ -146,7 +147,7 @@ async def run_mode(mode: str, cfg: Config, planner, questions) -> list[Row]:
     await loop.warmup()
     rows = []
     for kind, text, check in questions:
-        loop.reset()
+        loop.conversation.reset()
         trace = TurnTrace(text=text)
         async for _ in loop.sentences(text, trace):
             pass

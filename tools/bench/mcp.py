@@ -27,10 +27,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from iris_voice.config import Config, LlmConfig, McpServerConfig, ToolsConfig
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.llm.client import OllamaBackend
-from iris_voice.tools.builtin import build_registry
+from iris_voice.app.assembly import open_app
+from iris_voice.config import Config, LlmConfig, McpConfig, McpServerConfig, ToolsConfig
+from iris_voice.conversation.responder import ask
 from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.render import render
@@ -145,19 +144,18 @@ async def first_answer(host: str, model: str, state: Path, mode: str, runs: int)
     cfg = Config(
         llm=LlmConfig(host=host, model=model, temperature=0.0),
         tools=ToolsConfig(timezone="UTC", disabled=["get_current_time"], timers_db=str(state / "timers.db")),
+        mcp=McpConfig(servers=servers(mode, state)),
     )
     devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with McpManager(servers(mode, state), errlog=devnull) as manager:
-        await manager.wait_ready(60)
-        registry, _ = build_registry(cfg)
-        manager.register(registry)
-        llm = with_mcp_hint(cfg.llm, manager)
-        loop = ChatLoop(OllamaBackend(llm), registry, llm)
+    async with open_app(cfg, errlog=devnull) as app:  # IRIS's one assembly, MCP servers started
+        assert app.mcp is not None
+        await app.mcp.wait_ready(60)
+        loop = app.responder
         times, totals, used, said = [], [], 0, 0
         cold = None
         for i in range(runs + 1):
-            loop.reset()
-            trace = await loop.ask(QUESTION)
+            loop.conversation.reset()
+            trace = await ask(loop, QUESTION)
             u, s = judged(trace, mode)
             if i == 0:
                 cold = trace.first_sentence_ms

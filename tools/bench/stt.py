@@ -30,7 +30,8 @@ from iris_voice.config import AudioConfig, SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.stt_stream import StreamingTranscriber
 from iris_voice.speech.vad import SileroDetector
-from iris_voice.voice.listener import Listener, Utterance
+from iris_voice.voice.heard import Heard, UtteranceReady
+from iris_voice.voice.listener import Listener
 from tools.testbed.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
@@ -127,7 +128,7 @@ async def run_one(
     listener = Listener(cfg, vad, None, lambda e: None)
     if incremental:
         listener.sessions = stt.open_session
-    queue: asyncio.Queue[Utterance] = asyncio.Queue(4)
+    queue: asyncio.Queue[Heard] = asyncio.Queue(16)
     result: dict = {"stt_partials": 0}
     texts: list[str] = []
 
@@ -135,7 +136,11 @@ async def run_one(
         # The endpointer may cut a long pause ("Hey Jarvis, … what is"): every utterance
         # is decoded and joined, the latency is the last one's.
         while True:
-            utt = await queue.get()
+            heard = await queue.get()
+            if not isinstance(heard, UtteranceReady):  # a capture started or timed out
+                queue.task_done()
+                continue
+            utt = heard.utterance
             if utt.session is not None:
                 texts.append(await utt.session.finish(utt.audio))
                 result["stt_partials"] += utt.session.partials
@@ -150,7 +155,7 @@ async def run_one(
     source = PacedSource(audio)
     cpu = time.process_time()
     consumer = asyncio.create_task(consume())
-    await listener.run(source, queue, lambda how: None)
+    await listener.run(source, queue)
     await asyncio.wait_for(queue.join(), 30)
     consumer.cancel()
     result["text"] = " ".join(texts)

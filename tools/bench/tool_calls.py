@@ -21,10 +21,9 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-from iris_voice.config import Config, LlmConfig, ToolsConfig
-from iris_voice.conversation.chat import ChatLoop
-from iris_voice.llm.client import OllamaBackend
-from iris_voice.tools.builtin import build_registry
+from iris_voice.app.assembly import build_app
+from iris_voice.config import Config, IntentsConfig, LlmConfig, ToolsConfig
+from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.tools.render import FORMATS, render
 
 T, C, S, L, X, R = (
@@ -93,16 +92,20 @@ def judge(trace, tool, check) -> bool:
     return bool(names) and names[0] == tool and check(trace.tool_calls[0]["arguments"])
 
 
+def model_only(cfg: Config) -> Assistant:
+    """IRIS's assistant from the one assembly without the fast path: every turn is the model's."""
+    return build_app(cfg.model_copy(update={"intents": IntentsConfig(enabled=False)})).responder
+
+
 async def accuracy(cfg: Config, mode: str, cases) -> tuple[int, list[float], list[str]]:
     """Run every case in a fresh conversation; count correct tool choices."""
     llm = cfg.llm.model_copy(update={"tool_mode": mode})
-    registry, _ = build_registry(cfg)
-    loop = ChatLoop(OllamaBackend(llm), registry, llm)
+    loop = model_only(cfg.model_copy(update={"llm": llm}))
     await loop.warmup()
     good, times, misses = 0, [], []
     for text, tool, check in cases:
-        loop.reset()
-        trace = await loop.ask(text)
+        loop.conversation.reset()
+        trace = await ask(loop, text)
         times.append(trace.total_ms or 0)
         if judge(trace, tool, check):
             good += 1
@@ -119,10 +122,9 @@ async def cache_reuse(cfg: Config) -> tuple[float, float]:
     llm = cfg.llm.model_copy(
         update={"system_prompt": cfg.llm.system_prompt + f"\n(session {uuid.uuid4().hex})"}
     )
-    registry, _ = build_registry(cfg)
-    loop = ChatLoop(OllamaBackend(llm), registry, llm)
-    t1 = await loop.ask("Tell me a short fun fact about octopuses.")
-    t2 = await loop.ask("And one about dolphins?")
+    loop = model_only(cfg.model_copy(update={"llm": llm}))
+    t1 = await ask(loop, "Tell me a short fun fact about octopuses.")
+    t2 = await ask(loop, "And one about dolphins?")
     return t1.prompt_ms[0], t2.prompt_ms[0]
 
 
@@ -133,7 +135,7 @@ async def run(host: str, model: str, model_path: Path | None, quick: bool) -> No
         llm=LlmConfig(host=host, model=model, temperature=0.0),
         tools=ToolsConfig(timezone="UTC", timers_db=os.path.join(state, "timers.db")),
     )
-    registry, _ = build_registry(cfg)
+    registry = build_app(cfg).registry
     if model_path:
         print("== Tokens of the native tool set (model tokenizer)")
         for fmt, n in count_tokens(model_path, registry.specs()).items():

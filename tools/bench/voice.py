@@ -42,15 +42,20 @@ MODES = ("file", "naive", "live")
 async def endpoint(cfg: Config, engines, wav: Path):
     """The utterance IRIS's listener cuts from a file (the naive pipeline gets the same)."""
     from iris_voice.audio.files import WavSource
+    from iris_voice.voice.heard import UtteranceReady
     from iris_voice.voice.listener import Listener
 
-    queue: asyncio.Queue = asyncio.Queue(4)
+    queue: asyncio.Queue = asyncio.Queue(16)
     engines.vad.reset()
     listener = Listener(
         cfg.audio.model_copy(update={"activation": "always"}), engines.vad, None, lambda e: None
     )
-    await listener.run(WavSource(wav, trailing_silence_s=1.0), queue, lambda how: None)
-    return queue.get_nowait()
+    await listener.run(WavSource(wav, trailing_silence_s=1.0), queue)
+    while not queue.empty():
+        heard = queue.get_nowait()
+        if isinstance(heard, UtteranceReady):
+            return heard.utterance
+    raise RuntimeError(f"no utterance in {wav}")
 
 
 async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tuple[list[dict], list[dict]]:
@@ -58,8 +63,8 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
     import httpx
     import ollama
 
+    from iris_voice.app.assembly import build_app
     from iris_voice.app.filemode import FileTurns
-    from iris_voice.tools.builtin import build_registry
     from tools.bench.naive_pipeline import NaivePipeline
 
     turns = FileTurns(cfg)
@@ -69,15 +74,16 @@ async def file_and_naive(cfg: Config, names: list[str], modes: set[str]) -> tupl
     naive_cfg = turns.cfg.model_copy(
         update={"tools": turns.cfg.tools.model_copy(update={"timers_db": cfg.tools.timers_db + ".naive"})}
     )
-    naive_registry, naive_timers = build_registry(naive_cfg, lambda e: None)
-    naive = NaivePipeline(naive_cfg, turns.engines.stt, turns.engines.tts, naive_registry)
+    naive_app = build_app(naive_cfg)  # the same assembly: tools, timers, MCP
+    naive_timers = naive_app.timers
+    naive = NaivePipeline(naive_cfg, turns.engines.stt, turns.engines.tts, naive_app.registry)
     iris_rows, naive_rows = [], []
     for name in names:
         line = f"  {name:17}"
         if "file" in modes:
             if setup := await prepare(name, turns.timers):
                 print(f"  ({name}: IRIS's timers: {setup})")
-            turns.chat.reset()
+            turns.responder.conversation.reset()
             left = await pasta_left(turns.timers)
             (row,) = await turns.run(fixture(f"bench_{name}"))
             row.update(name=name, pasta_left_s=left)

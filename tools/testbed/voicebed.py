@@ -1,6 +1,6 @@
 """Run the real voice daemon (``iris run``) on the virtual audio bed, for tests and benchmarks.
 
-``LiveDaemon`` starts ``python -m iris_voice.cli.main run`` as a child process with the bed's
+``LiveDaemon`` starts ``python -m iris_voice.cli run`` as a child process with the bed's
 environment (PipeWire in a private ``XDG_RUNTIME_DIR``), a private state directory and a
 config file of its own, and waits for systemd's readiness message on a ``NOTIFY_SOCKET``
 it owns — the same signal ``Type=notify`` units wait for. Commands go through the real
@@ -98,7 +98,7 @@ class LiveDaemon:
         self._notify.bind(str(notify_path))
         self.notices = []
         log = self.log_path.open("ab")
-        cmd = [sys.executable, "-m", "iris_voice.cli.main", "-v", "run"]
+        cmd = [sys.executable, "-m", "iris_voice.cli", "-v", "run"]
         self.proc = subprocess.Popen(cmd, env=self.env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         if not self.wait_notice("READY=1", timeout):

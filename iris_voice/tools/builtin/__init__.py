@@ -26,7 +26,14 @@ from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin.context import ToolContext
 from iris_voice.tools.registry import Tool, ToolRegistry
 
-__all__ = ["ToolContext", "build_registry", "builtin_tools", "declared_names", "name_problems"]
+__all__ = [
+    "ToolContext",
+    "build_registry",
+    "builtin_tools",
+    "declared_names",
+    "declared_registry",
+    "name_problems",
+]
 
 
 def tool_modules() -> list[ModuleType]:
@@ -44,17 +51,20 @@ def builtin_tools(ctx: ToolContext) -> list[Tool]:
     return [tool for module in tool_modules() for tool in module.provide(ctx)]
 
 
+def _ignore(_event: Event) -> None:
+    pass
+
+
+def declared_registry(timezone: str | None = None) -> ToolRegistry:
+    """Every built-in tool over a scratch timer service (an in-memory store): what the tools
+    declare — names, words, intents — without opening any state of the user's."""
+    scratch = TimerService(TimerStore(":memory:"), _ignore, tz_name=timezone, resync_seconds=None)
+    return ToolRegistry(builtin_tools(ToolContext(timezone, scratch)))
+
+
 def declared_names() -> list[str]:
-    """The names of every built-in tool, without opening any state (``iris check-config``)."""
-
-    def _ignore(_event: Event) -> None:
-        pass
-
-    scratch = TimerService(TimerStore(":memory:"), _ignore, resync_seconds=None)
-    try:
-        return [t.name for t in builtin_tools(ToolContext(None, scratch))]
-    finally:
-        scratch.store.close()
+    """The names of every built-in tool (``iris check-config``)."""
+    return declared_registry().names()
 
 
 def name_problems(cfg: Config, names: list[str]) -> list[str]:

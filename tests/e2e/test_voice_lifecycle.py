@@ -1,0 +1,92 @@
+"""IRIS's lifecycle end to end on the virtual devices: a crash with timers pending, SIGTERM,
+and the language-model server dying mid-turn. Each test runs a daemon of its own (after
+test_voice_e2e's shared one has stopped: two daemons for one user would share the lock)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iris_voice.voice.pipeline import UNREACHABLE
+from tests.support.voice_helpers import ask, heard
+
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _set_timer(iris, label: str, seconds: int) -> None:
+    cmd = [sys.executable, "-m", "iris_voice.cli", "tools", "call", "set_timer",
+           f'{{"duration": "{seconds} seconds", "label": "{label}"}}']  # fmt: skip
+    subprocess.run(cmd, env=iris.env(), cwd=ROOT, check=True, capture_output=True, timeout=60)
+
+
+def test_timers_survive_sigkill_and_are_announced_as_missed(virtual_audio, ollama_server, judge, tmp_path):
+    from tools.testbed.voicebed import LiveDaemon
+
+    config = {"audio": {"chime": False}, "tools": {"timezone": "UTC"}}
+    daemon = LiveDaemon(virtual_audio, ollama_server.url, tmp_path, config).start()
+    try:
+        _set_timer(daemon, "pasta", 2)
+        _set_timer(daemon, "laundry", 3)
+        daemon.kill()  # a crash: no chance to save anything
+        time.sleep(4)  # both fall due while IRIS is down
+        rec = virtual_audio.record_speaker()
+        daemon.start()
+        deadline = time.monotonic() + 60
+        while daemon.log_tail(400).count("fired (missed)") < 2:
+            assert time.monotonic() < deadline, daemon.log_tail()
+            time.sleep(0.2)
+        daemon.wait_state("idle", timeout=60)
+        time.sleep(0.5)
+        said = heard(judge, rec.stop())
+        assert "pasta" in said and "laundry" in said and "while i was off" in said, f"IRIS said {said!r}"
+    finally:
+        daemon.terminate()
+
+
+def test_sigterm_stops_cleanly(virtual_audio, ollama_server, tmp_path):
+    from tools.testbed.voicebed import LiveDaemon
+
+    daemon = LiveDaemon(virtual_audio, ollama_server.url, tmp_path).start()
+    code, seconds = daemon.terminate()
+    assert code == 0 and seconds <= 2.0, (code, seconds, daemon.log_tail())
+    assert daemon.wait_notice("STOPPING=1", 1.0)
+    assert not daemon.socket_path.exists()
+    # the lock went with it: a new daemon starts at once
+    daemon.start()
+    daemon.terminate()
+
+
+def test_model_server_stopped_mid_turn(virtual_audio, speech_manifest, judge, tmp_path):
+    from tools.testbed.servers import free_port, start_server
+    from tools.testbed.voicebed import LiveDaemon
+
+    port = free_port()
+    server = start_server(extra_args=["--port", str(port)])
+    daemon = LiveDaemon(virtual_audio, server.url, tmp_path / "iris").start()
+    try:
+        from tools.testbed.fixtures import fixture
+
+        rec = virtual_audio.record_speaker()
+        # a question only the model answers (the clock would be answered by the fast path)
+        virtual_audio.play_into_mic(fixture("jarvis_story"))
+        daemon.wait_state("thinking", timeout=60)
+        server.process.kill()  # the server dies while IRIS waits for the answer
+        server.process.wait()
+        turn = daemon.wait_turn(after=0)
+        assert turn["error"]["code"] == "llm-unreachable", turn
+        time.sleep(0.5)
+        said = heard(judge, rec.stop())
+        assert "reach" in said and "language model" in said, f"IRIS said {said!r} (expected {UNREACHABLE!r})"
+        assert daemon.proc.poll() is None, "the daemon must survive"
+        server = start_server(extra_args=["--port", str(port)])  # back on the same address
+        turn, _ = ask(virtual_audio, daemon, "bench_france")
+        assert turn["execution_path"] != "fast" and "paris" in turn["reply"].lower(), turn
+    finally:
+        daemon.terminate()
+        server.stop()

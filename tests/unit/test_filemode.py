@@ -1,0 +1,62 @@
+"""File mode (``iris ask --wav``) with fake engines: the wiring, MCP servers, files without speech."""
+
+from __future__ import annotations
+
+import os
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from iris_voice.app.assembly import Engines
+from iris_voice.app.filemode import FileTurns
+from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
+from tests.support.audiosignals import write_wav
+from tests.support.fakes import ScriptedBackend
+from tests.support.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
+from tests.support.mcp_servers import time_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_file_turn_with_fakes(tmp_path):
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 1.0)), 16000)
+    engines = Engines(FakeStt("Hey Jarvis, say hi."), FakeTts(), FakeVad(), None)
+    cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
+    turns = await FileTurns(cfg, engines, ScriptedBackend("Hi there.")).run(wav, tmp_path / "out.wav")
+    (turn,) = turns
+    assert turn["transcript"] == "say hi." and turn["reply"] == "Hi there."
+    t = turn["timings_ms"]
+    # the file ends 1.0 s of speech after 0.5 s of silence: endpointing decides after the hangover
+    assert t["vad_hangover"] >= 300 and turn["first_audio_ms"] >= t["vad_hangover"]
+    with wave.open(str(tmp_path / "out.wav")) as w:
+        assert w.getframerate() == 16000 and w.getnframes() == 8000  # FakeTts: 0.5 s per sentence
+
+
+async def test_file_mode_starts_and_uses_the_configured_mcp_servers(tmp_path):
+    """``iris ask --wav`` gets its parts from the one assembly: MCP servers included."""
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 1.0)), 16000)
+    engines = Engines(FakeStt("What time is it in Paris?"), FakeTts(), FakeVad(), None)
+    cfg = Config(
+        llm=LlmConfig(warmup=False),
+        tools=ToolsConfig(disabled=["get_current_time"], timers_db=str(tmp_path / "t.db")),
+        mcp=McpConfig(servers=[time_server(mode="eager")]),
+    )
+    call = [("time/get_current_time", {"timezone": "Europe/Paris"})]
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with FileTurns(
+        cfg, engines, ScriptedBackend(call, "It is noon in Paris."), errlog=devnull
+    ) as turns:
+        (turn,) = await turns.run(wav)
+    devnull.close()
+    (tool,) = turn["tool_calls"]
+    assert tool["name"] == "time/get_current_time" and tool["ok"], tool
+    assert "Europe/Paris" in tool["result"]  # the real mcp-server-time answered
+    assert turn["reply"] == "It is noon in Paris."
+
+
+async def test_a_file_without_speech_has_no_turns(tmp_path):
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 1.0)), 16000)
+    engines = Engines(FakeStt(), FakeTts(), FakeVad(), None)
+    cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
+    assert await FileTurns(cfg, engines, ScriptedBackend()).run(wav) == []

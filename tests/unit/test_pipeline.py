@@ -1,0 +1,236 @@
+"""The voice pipeline harness: scripted frames in, the event sequence and spoken audio out."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from iris_voice.config import AudioConfig, LlmConfig
+from iris_voice.errors import LlmError
+from iris_voice.events import (
+    EventBus,
+    LlmUnavailable,
+    PlaybackStarted,
+    PlaybackStopped,
+    SentenceReady,
+    SpeechEnded,
+    SpeechStarted,
+    Transcript,
+    TurnFinished,
+    TurnStarted,
+    WakeWordDetected,
+)
+from iris_voice.tools.registry import ToolRegistry
+from iris_voice.voice.listener import Listener
+from iris_voice.voice.pipeline import (
+    UNREACHABLE,
+    VoicePipeline,
+    is_stop_command,
+    strip_wake_phrase,
+    wake_phrase_pattern,
+)
+from iris_voice.voice.speaker import ReplySpeaker
+from tests.support.fakes import ScriptedBackend, chat_assistant
+from tests.support.fakes_audio import (
+    SILENCE,
+    SPEECH,
+    WAKE,
+    FakeSink,
+    FakeStt,
+    FakeTts,
+    FakeVad,
+    FakeWake,
+    ScriptSource,
+    frames,
+)
+
+
+class Harness:
+    """A pipeline over fakes, recording every event."""
+
+    def __init__(self, backend: ScriptedBackend, stt: FakeStt, **audio) -> None:
+        self.cfg = AudioConfig(**{"vad_hangover_ms": 300, "no_speech_timeout_s": 2.0, **audio})
+        self.bus = EventBus()
+        self.events: list = []
+        self.bus.subscribe(self.events.append)
+        self.vad, self.wake, self.stt, self.tts, self.sink = FakeVad(), FakeWake(), stt, FakeTts(), FakeSink()
+        self.chat = chat_assistant(backend, ToolRegistry(), LlmConfig(), publish=self.bus.publish)
+        self.listener = Listener(self.cfg, self.vad, self.wake, self.bus.publish)
+        self.pipeline = VoicePipeline(
+            self.listener, stt, self.chat, ReplySpeaker(self.tts, self.sink), self.bus
+        )
+
+    async def run(self, source: ScriptSource, timeout: float = 20) -> None:
+        await asyncio.wait_for(self.pipeline.run(source), timeout)
+
+    def kinds(self, *types) -> list[str]:
+        return [type(e).__name__ for e in self.events if not types or isinstance(e, types)]
+
+
+QUESTION = frames(WAKE, 0.2) + frames(SILENCE, 0.1) + frames(SPEECH, 1.0)
+
+
+async def test_wake_word_question_is_answered_in_order():
+    h = Harness(
+        ScriptedBackend("It is noon in Tokyo. Anything else?"), FakeStt("Hey Jarvis, what time is it?")
+    )
+    await h.run(ScriptSource(frames(SILENCE, 0.5) + QUESTION))
+    order = h.kinds(
+        WakeWordDetected, SpeechStarted, SpeechEnded, Transcript, TurnStarted,
+        SentenceReady, PlaybackStarted, TurnFinished, PlaybackStopped,
+    )  # fmt: skip
+    # causal order; the model may finish writing before the first audio plays
+    assert order[:6] == [
+        "WakeWordDetected", "SpeechStarted", "SpeechEnded", "Transcript", "TurnStarted", "SentenceReady"
+    ]  # fmt: skip
+    assert sorted(order[6:]) == sorted(
+        ["SentenceReady", "PlaybackStarted", "TurnFinished", "PlaybackStopped"]
+    )
+    assert order[-1] == "PlaybackStopped"
+    transcript = next(e for e in h.events if isinstance(e, Transcript))
+    assert transcript.text == "what time is it?"  # the wake phrase is not part of the question
+    assert h.tts.spoken == ["It is noon in Tokyo.", "Anything else?"]
+    # the question's audio: a little pre-roll, the speech, and the hangover; not the seconds of silence before
+    seconds = len(h.stt.audio[0]) / 16000
+    assert 1.0 + 0.3 <= seconds <= 1.0 + 0.1 + 0.3 + 0.25 + 0.1
+    turn = h.pipeline.turns[-1]
+    assert turn["transcript"] == "what time is it?" and turn["trigger"] == "wake_word"
+    t = turn["timings_ms"]
+    assert set(t) >= {"vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio", "total"}
+    assert 300 <= t["vad_hangover"] < 340
+    assert turn["first_audio_ms"] >= t["vad_hangover"] + t["stt"]
+    assert h.pipeline.state == "idle"
+
+
+async def test_speech_without_the_wake_word_is_ignored():
+    h = Harness(ScriptedBackend(), FakeStt("what time is it"))
+    await h.run(ScriptSource(frames(SPEECH, 1.0)))
+    assert h.stt.audio == [] and h.tts.spoken == []
+
+
+async def test_the_wake_word_model_sleeps_in_silence_and_catches_up_on_sound():
+    h = Harness(ScriptedBackend("Yes?"), FakeStt("are you there"))
+    await h.run(ScriptSource(frames(SILENCE, 3.0), tail_s=0.0))
+    assert h.wake.calls == 0 and h.vad.calls > 90, "in silence only the VAD runs"
+    # "hey Jarvis" right after silence: the wake model sees the phrase from its start
+    h = Harness(ScriptedBackend("Yes?"), FakeStt("are you there"))
+    await h.run(ScriptSource(frames(SILENCE, 3.0) + QUESTION))
+    assert h.tts.spoken == ["Yes?"]
+    # ungated it would see ~190 idle frames (3 s before, 3 s after); gated: the 2.5 s it
+    # catches up on, the phrase, and the 2 s it stays awake after the last sound
+    assert h.wake.calls < 150, h.wake.calls
+
+
+async def test_always_mode_keeps_the_pre_roll():
+    h = Harness(ScriptedBackend("Sure."), FakeStt("hello"), activation="always", pre_roll_ms=400)
+    await h.run(ScriptSource(frames(SILENCE, 1.0) + frames(SPEECH, 0.8)))
+    seconds = len(h.stt.audio[0]) / 16000
+    assert seconds >= 0.8 + 0.3  # all of the speech (the first syllable too) and the hangover
+    assert h.tts.spoken == ["Sure."]
+    assert h.pipeline.turns[-1]["trigger"] == "always"
+
+
+async def test_nobody_speaks_after_the_wake_word():
+    h = Harness(ScriptedBackend(), FakeStt())
+    await h.run(ScriptSource(frames(WAKE, 0.2), tail_s=2.6))
+    ended = [e for e in h.events if isinstance(e, SpeechEnded)]
+    assert ended and ended[0].timed_out
+    assert h.stt.audio == []
+
+
+async def test_stop_is_not_sent_to_the_model():
+    backend = ScriptedBackend()
+    h = Harness(backend, FakeStt("Stop."))
+    await h.run(ScriptSource(QUESTION))
+    assert backend.requests == [] and h.tts.spoken == []
+
+
+async def test_unreachable_model_is_said_once_and_the_next_question_works():
+    down = LlmError("llm-unreachable", "cannot reach the Ollama server at http://x")
+    h = Harness(ScriptedBackend(down, "Back again."), FakeStt("first", "second"))
+    await h.run(ScriptSource(QUESTION + frames(SILENCE, 2.0) + QUESTION))
+    assert h.tts.spoken == [UNREACHABLE, "Back again."]
+    assert [e.code for e in h.events if isinstance(e, LlmUnavailable)] == ["llm-unreachable"]
+    assert h.pipeline.turns[0]["error"]["code"] == "llm-unreachable"
+
+
+async def test_follow_up_needs_no_wake_word():
+    h = Harness(ScriptedBackend("One.", "Two."), FakeStt("first", "and then?"), follow_up_s=5.0)
+    await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + frames(SPEECH, 0.6)))
+    assert h.tts.spoken == ["One.", "Two."]
+    assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "follow_up"]
+
+
+async def test_muted_hears_nothing():
+    h = Harness(ScriptedBackend(), FakeStt("x"))
+    h.listener.mute()
+    await h.run(ScriptSource(QUESTION))
+    assert h.wake.calls == 0 and h.stt.audio == []
+
+
+async def test_barge_in_cuts_the_reply_and_keeps_only_what_was_heard():
+    long_reply = " ".join(f"This is sentence number {i} of a long story." for i in range(1, 9))
+    backend = ScriptedBackend(long_reply, "Okay, stopping.")
+    h = Harness(backend, FakeStt("tell me a story", "what was that"))
+    h.tts.seconds = 2.0  # each sentence plays 0.2 s at the sink's 10x speed
+    source = ScriptSource(QUESTION, tail_s=4.0)
+
+    def on_event(event):
+        if isinstance(event, PlaybackStarted) and len(h.pipeline.turns) == 0:
+            asyncio.get_running_loop().call_later(0.25, source.inject, QUESTION)
+
+    h.bus.subscribe(on_event)
+    await h.run(source)
+    first, second = h.pipeline.turns
+    assert first["interrupted"] and not second["interrupted"]
+    assert h.sink.stops >= 1
+    heard = first["spoken"]
+    assert heard and heard != long_reply and long_reply.startswith(heard)
+    stopped = next(e for e in h.events if isinstance(e, PlaybackStopped) and e.interrupted)
+    assert stopped.spoken == heard
+    # the model's memory holds what the user heard, not what it had written
+    assert h.chat.conversation.turns[0][-1]["content"] == heard
+    assert [e.during_speech for e in h.events if isinstance(e, WakeWordDetected)] == [False, True]
+    assert second["trigger"] == "barge_in" and h.tts.spoken[-1] == "Okay, stopping."
+
+
+async def test_announcements_wait_for_the_turn():
+    h = Harness(ScriptedBackend("The answer."), FakeStt("question"))
+
+    async def announce_during_turn():
+        while h.pipeline.state != "thinking" and h.pipeline.state != "speaking":
+            await asyncio.sleep(0.005)
+        await h.pipeline.announce("Your pasta timer is done.")
+
+    task = asyncio.ensure_future(announce_during_turn())
+    await h.run(ScriptSource(QUESTION))
+    await asyncio.wait_for(task, 5)
+    assert h.tts.spoken == ["The answer.", "Your pasta timer is done."]
+
+
+@pytest.mark.parametrize(
+    ("text", "stripped"),
+    [
+        ("Hey Jarvis, what time is it?", "what time is it?"),
+        ("hey, jarvis. What is 2 plus 2", "What is 2 plus 2"),
+        ("Jarvis set a timer", "set a timer"),
+        ("What does Jarvis mean?", "What does Jarvis mean?"),
+        ("Hey, Jardis. What day is it?", "What day is it?"),  # as Whisper heard it
+        ("Hey Jervis what time is it", "what time is it"),
+        ("Hey there, what time is it?", "Hey there, what time is it?"),
+        ("Hey, what is the time?", "Hey, what is the time?"),
+    ],
+)
+def test_wake_phrase_is_dropped_only_at_the_start(text, stripped):
+    assert wake_phrase_pattern("hey_jarvis").sub("", "Hey Jarvis, hi").strip() == "hi"
+    assert strip_wake_phrase("hey_jarvis", text) == stripped
+
+
+@pytest.mark.parametrize(
+    ("text", "stop"),
+    [("Stop.", True), ("stop it please", True), ("Never mind!", True), ("stop the pasta timer", False),
+     ("what time is it", False)],
+)  # fmt: skip
+def test_stop_command(text, stop):
+    assert is_stop_command(text) is stop

@@ -1,0 +1,30 @@
+"""The judge of the voice tests reads clock times the way Whisper writes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.voice_helpers import clock_hours, share_heard
+
+
+@pytest.mark.parametrize(
+    ("said", "hours"),
+    [
+        ("it is 2:41 a.m. on monday, november 23, 2026 in tokyo.", {2}),
+        ("it is 241 a.m. on monday, november 23, 2026 in tokyo.", {2}),
+        ("it's 1241 p.m. in tokyo", {12}),
+        ("it is 7 pm in tokyo", {7}),
+        ("it is 10 o'clock", {10}),
+        ("it is 11:05 in tokyo", {11}),
+        ("it is 2 41 am", {2}),
+        ("november 23, 2026 in tokyo", set()),
+        ("23 times 47 is 1081", set()),
+    ],
+)
+def test_clock_hours_reads_times_as_whisper_writes_them(said, hours):
+    assert clock_hours(said) == hours
+
+
+def test_share_heard_counts_the_reply_words_a_listener_heard():
+    assert share_heard("It is 2:41 AM in Tokyo.", "it is 241 a.m. in tokyo") == pytest.approx(4 / 7)
+    assert share_heard("23 times 47 is 1,081.", "23x47 is 1081") == 1.0
