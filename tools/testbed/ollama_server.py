@@ -8,6 +8,10 @@ llama-cpp-python's longest-prefix KV reuse gives real prompt caching between tur
 
     python -m tools.testbed.ollama_server --model-path GGUF [--model NAME ...] [--no-tools-model NAME ...]
         [--host 127.0.0.1] [--port 0] [--n-ctx 4096] [--threads 2]
+    python -m tools.testbed.ollama_server --scripted [--port 0]     # a broken model on demand
+
+With ``--scripted`` no model is loaded: replies are queued with ``POST /_script``
+(``tools/testbed/scripted_engine.py``), for the abuse benchmark.
 
 Prints exactly one line, ``listening on http://HOST:PORT``, once the model is loaded.
 """
@@ -40,6 +44,7 @@ from tools.testbed import ollama_proto as proto
 from tools.testbed import ollama_replies as replies
 from tools.testbed.fetch_models import gguf_path
 from tools.testbed.llama_engine import Engine, Job
+from tools.testbed.scripted_engine import ScriptedEngine
 
 log = logging.getLogger("ollama_server")
 
@@ -63,7 +68,7 @@ class ServedModel:
 class OllamaApp:
     """The HTTP layer: validation, model lookup and response shaping around an :class:`Engine`."""
 
-    def __init__(self, engine: Engine, models: list[ServedModel]) -> None:
+    def __init__(self, engine: Engine | ScriptedEngine, models: list[ServedModel]) -> None:
         self.engine = engine
         self.models = {m.name: m for m in models}
         self.loaded: dict[str, float] = {}  # name → expiry (epoch seconds), for /api/ps
@@ -75,6 +80,8 @@ class OllamaApp:
             Route("/api/show", self.show, methods=["POST"]),
             Route("/api/chat", self.chat, methods=["POST"]),
         ]
+        if isinstance(engine, ScriptedEngine):
+            routes.append(Route("/_script", self.script, methods=["POST"]))
         self.asgi = Starlette(routes=routes)
 
     # --- metadata endpoints ---------------------------------------------------------------------
@@ -128,6 +135,17 @@ class OllamaApp:
         )
         body["model_info"]["general.parameter_count"] = eng.n_params  # computed by Ollama, not a GGUF key
         return JSONResponse(body)
+
+    async def script(self, request: Request) -> Response:
+        """``POST /_script {"replies": [...]}``: queue the scripted model's next replies."""
+        body = await _json_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            queued = self.engine.script(body.get("replies", []) if isinstance(body, dict) else [])
+        except ValueError as exc:
+            return _error(400, str(exc))
+        return JSONResponse({"queued": queued})
 
     # --- chat ------------------------------------------------------------------------------------
 
@@ -235,7 +253,7 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def _serve(server: _Server, sock: socket.socket, engine: Engine) -> None:
+async def _serve(server: _Server, sock: socket.socket, engine: Engine | ScriptedEngine) -> None:
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -274,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--verbose", action="store_true", help="debug logging")
+    p.add_argument("--scripted", action="store_true", help="no model: replies queued with POST /_script")
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -281,9 +300,13 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     model_path = args.model_path or gguf_path()
-    if not model_path.is_file():
+    engine: Engine | ScriptedEngine
+    if args.scripted:
+        engine, model_path = ScriptedEngine(args.n_ctx), Path(__file__)
+    elif not model_path.is_file():
         p.error(f"model file not found: {model_path}")
-    engine = Engine(model_path, n_ctx=args.n_ctx, threads=args.threads)
+    else:
+        engine = Engine(model_path, n_ctx=args.n_ctx, threads=args.threads)
     served = [
         ServedModel(proto.canonical_name(n), True, _digest(n, model_path))
         for n in args.model or [DEFAULT_MODEL]
