@@ -1,0 +1,301 @@
+"""IRIS under hostile input: the worst event-loop lag, CPU, memory and what the user got.
+
+The live daemon (``iris run``) on the PipeWire virtual devices, with a scripted model
+server (``ollama_server --scripted``: a broken model on demand) and a misbehaving MCP
+server, is fed each class of hostile input an adversarial pass found — a broken model's
+replies, a hostile local user on the control socket and the command line, a broken MCP
+server, a damaged timers database, a planted runtime directory, a bad config file.
+For each class it prints:
+
+- **loop lag**: the worst delay the daemon's own loop-lag monitor saw while the input
+  was processed (``iris status``), and the worst latency of a ``ping`` sent over the
+  control socket every 20 ms from outside (a second, independent view);
+- **CPU**: the daemon's CPU seconds (``/proc/PID/stat``), **RSS** growth (MB);
+- **outcome**: what the user heard or saw, and whether the daemon is still up.
+
+    python -m tools.bench.abuse [--classes model,socket,...]      (make bench-abuse)
+
+Goals (hardening issue): loop lag ≤ 100 ms p99 and ≤ 250 ms max under every class, no
+traceback, no daemon exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from iris_voice.errors import IrisError
+from tools.testbed import hostile
+from tools.testbed.audiobed import VirtualAudio
+from tools.testbed.voicebed import ROOT, LiveDaemon
+
+PING_EVERY_S = 0.02
+
+
+@dataclass
+class Figures:
+    """What one hostile class cost the daemon."""
+
+    name: str
+    lag_max_ms: float | None = None
+    """Worst event-loop lag the daemon's own monitor saw during the class."""
+    ping_max_ms: float = 0.0
+    """Worst control-socket ping latency seen from outside."""
+    ping_p99_ms: float = 0.0
+    cpu_s: float = 0.0
+    rss_mb: float = 0.0
+    outcome: str = ""
+    alive: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def proc_stats(pid: int) -> tuple[float, float, int, int]:
+    """(CPU seconds, RSS MB, open fds, threads) of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
+    threads = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("Threads:"))
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return cpu, rss, fds, threads
+
+
+class PingProbe:
+    """A thread that pings the control socket every 20 ms and keeps each round trip's latency."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.latencies: list[float] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ping-probe", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(10)
+                    s.connect(str(self.path))
+                    s.sendall(b'{"cmd": "ping"}\n')
+                    buf = b""
+                    while not buf.endswith(b"\n"):
+                        part = s.recv(4096)
+                        if not part:
+                            break
+                        buf += part
+                self.latencies.append((time.monotonic() - t0) * 1000)
+            except OSError:
+                self.failures += 1
+            self._stop.wait(PING_EVERY_S)
+
+    def __enter__(self) -> PingProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
+def _lag(daemon: LiveDaemon) -> float | None:
+    """The loop-lag monitor's worst lag over its recent window (None when the daemon has none)."""
+    try:
+        lag = daemon.status().get("loop_lag_ms") or {}
+    except (IrisError, OSError):
+        return None
+    return lag.get("recent_max", lag.get("max"))
+
+
+def measure(daemon: LiveDaemon, name: str, action: Callable[[], str]) -> Figures:
+    """Run ``action`` (which returns what the user got) and take the figures around it."""
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    cpu0, rss0, _, _ = proc_stats(pid)
+    fig = Figures(name)
+    with PingProbe(daemon.socket_path) as probe:
+        try:
+            fig.outcome = action()
+        except Exception as exc:  # the bench reports; a broken class must not end the run
+            fig.outcome = f"bench error: {type(exc).__name__}: {exc}"[:200]
+        time.sleep(0.3)
+    fig.alive = daemon.proc.poll() is None
+    if fig.alive:
+        cpu1, rss1, _, _ = proc_stats(pid)
+        fig.cpu_s, fig.rss_mb = cpu1 - cpu0, rss1 - rss0
+        fig.lag_max_ms = _lag(daemon)
+    if probe.latencies:
+        fig.ping_max_ms = max(probe.latencies)
+        fig.ping_p99_ms = statistics.quantiles(probe.latencies, n=100)[98] if len(probe.latencies) > 2 else 0
+    if probe.failures:
+        fig.notes.append(f"{probe.failures} pings failed")
+    return fig
+
+
+# -- the hostile classes ------------------------------------------------------------------------
+def _script(url: str, *replies: dict[str, Any]) -> None:
+    httpx.post(f"{url}/_script", json={"replies": list(replies)}, timeout=10).raise_for_status()
+
+
+def _ask(daemon: LiveDaemon, text: str, timeout: float = 120) -> str:
+    answer = daemon.request("ask", timeout=timeout, text=text)
+    if not answer.get("ok"):
+        return f"error: {answer.get('error')}"[:120]
+    reply = answer["trace"]["reply"]
+    return f"replied {len(reply)} chars: {reply[:60]!r}"
+
+
+def model_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
+    """A broken model's streamed replies (through the chat loop's splitter and call filter)."""
+
+    def reply(text: str, chunk: int = 4) -> Callable[[LiveDaemon], str]:
+        def run(daemon: LiveDaemon) -> str:
+            _script(url, {"text": text, "chunk": chunk})
+            return _ask(daemon, "tell me something")
+
+        return run
+
+    return {name: reply(text) for name, text in hostile.model_replies().items()}
+
+
+def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
+    """A hostile local user on the control socket."""
+
+    def deep(daemon: LiveDaemon) -> str:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(daemon.socket_path))
+            s.sendall(hostile.deep_json(100_000) + b"\n")
+            try:
+                return "answered: " + s.recv(200).decode(errors="replace").strip()[:80]
+            except TimeoutError:
+                return "no answer within 30 s"
+
+    def idle(daemon: LiveDaemon) -> str:
+        held = []
+        refused = 0
+        for _ in range(1100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(daemon.socket_path))
+                held.append(s)
+            except OSError:
+                refused += 1
+                s.close()
+        try:
+            ok = daemon.request("ping", timeout=10).get("ok")
+        except (IrisError, OSError) as exc:
+            ok = f"failed ({exc})"
+        for s in held:
+            s.close()
+        return f"1,100 idle connections ({refused} refused at connect); a new client's ping: {ok}"
+
+    return {"socket: 100k-deep JSON": deep, "socket: 1,100 idle connections": idle}
+
+
+def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
+    """The command line fed hostile arguments and files."""
+
+    def run(args: list[str], **extra: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "iris_voice.cli", *args],
+            env={**env, **extra}, cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        traceback = "Traceback" in proc.stderr
+        last = (proc.stderr.strip().splitlines() or [""])[-1][:90]
+        return f"exit {proc.returncode}{' WITH TRACEBACK' if traceback else ''}: {last}"
+
+    def deep_args(daemon: LiveDaemon) -> str:
+        return run(["tools", "call", "calculator", hostile.deep_json(30_000).decode()])
+
+    def bad_config(daemon: LiveDaemon) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / "bad.toml"
+            bad.write_bytes(hostile.invalid_utf8_toml())
+            first = run(["check-config", str(bad)])
+            bad.write_bytes(hostile.deep_toml(10_000))
+            return f"invalid UTF-8: {first}; 10k-deep: {run(['check-config', str(bad)])}"
+
+    return {"cli: 30k-deep JSON arguments": deep_args, "cli: broken config files": bad_config}
+
+
+CLASSES = ("model", "socket", "cli")
+
+
+def report(rows: list[Figures]) -> None:
+    """The table, and the goals beside it."""
+    print(
+        f"\n{'class':34} {'lag max':>8} {'ping max':>9} {'ping p99':>9} {'CPU s':>7} {'RSS MB':>7}  outcome"
+    )
+    for r in rows:
+        lag = f"{r.lag_max_ms:.0f}" if r.lag_max_ms is not None else "-"
+        up = "" if r.alive else "  DAEMON EXITED"
+        print(
+            f"{r.name[:34]:34} {lag:>8} {r.ping_max_ms:9.0f} {r.ping_p99_ms:9.0f} {r.cpu_s:7.2f}"
+            f" {r.rss_mb:+7.1f}  {r.outcome}{up}{'  (' + '; '.join(r.notes) + ')' if r.notes else ''}"
+        )
+    lags = [r.lag_max_ms for r in rows if r.lag_max_ms is not None]
+    worst = max(lags) if lags else None
+    ok = worst is not None and worst <= 250 and all(r.alive for r in rows)
+    print(f"\nworst loop lag {worst if worst is not None else '-'} ms (goal ≤ 250 ms max); "
+          f"daemon up after every class: {all(r.alive for r in rows)}  -> {'OK' if ok else 'MISS'}")  # fmt: skip
+
+
+def main() -> int:
+    """Run the classes against one daemon and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--classes", default=",".join(CLASSES), help=f"subset of {','.join(CLASSES)}")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args()
+    wanted = set(args.classes.split(","))
+    rows: list[Figures] = []
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-abuse-")))
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tools.testbed.ollama_server", "--scripted", "--port", "0"],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        stack.callback(server.terminate)
+        url = server.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        bed = stack.enter_context(VirtualAudio())
+        config = {"intents": {"enabled": False}, "llm": {"warmup": True}}
+        daemon = stack.enter_context(LiveDaemon(bed, url, tmp / "daemon", config=config))
+        time.sleep(1.0)
+        plan: dict[str, Callable[[LiveDaemon], str]] = {}
+        if "model" in wanted:
+            plan.update(model_classes(url))
+        if "socket" in wanted:
+            plan.update(socket_classes())
+        if "cli" in wanted:
+            plan.update(cli_classes(daemon.env()))
+        for name, action in plan.items():
+            fig = measure(daemon, name, lambda action=action: action(daemon))
+            rows.append(fig)
+            print(f"  {name}: {fig.outcome}", flush=True)
+            if not fig.alive:
+                print(daemon.log_tail(20))
+                daemon.start()
+        report(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
