@@ -20,8 +20,10 @@ from iris_voice.timers.parse import (
     parse_when,
     plural,
     resolve_tz,
+    resolve_when,
     speak_duration,
     speak_list,
+    speak_skipped,
     speak_when,
 )
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
@@ -150,15 +152,18 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         """Remind the user at a time."""
         now = datetime.fromtimestamp(service.clock.now(), tz)
         try:
-            moment = parse_when(when, now)
+            resolved = resolve_when(when, now)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         text = _clean_message(message)
         if not text:
             raise ToolError("Say what the reminder is for, e.g. message='call mom'.")
-        await service.set_reminder(moment.timestamp(), text)
+        await service.set_reminder(resolved.moment.timestamp(), text)
         what = text if text.lower().startswith("about ") else f"to {text}"
-        return f"I'll remind you {what} {speak_when(moment, now)}."
+        said = f"I'll remind you {what} {speak_when(resolved.moment, now)}."
+        if resolved.skipped is not None:  # never move a time without saying so
+            return f"{speak_skipped(resolved.skipped, now)}, so {said}"
+        return said
 
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
