@@ -3,16 +3,29 @@
 Every write is its own committed transaction (autocommit) in WAL mode, so once a call
 returns the row is on disk; the daemon, a one-shot ``iris ask`` and tests may all open
 the same file. The API is synchronous; async callers go through ``asyncio.to_thread``.
+The folder and files are private to the user (``dbfile``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from iris_voice.timers.dbfile import (
+    FILE_MODE,
+    FOLDER_MODE,
+    create_private_file,
+    make_private_folders,
+    tighten,
+    with_suffix,
+)
+
+log = logging.getLogger(__name__)
 
 KINDS = ("timer", "reminder")
 STATES = ("pending", "paused", "fired", "cancelled")
@@ -88,8 +101,9 @@ class TimerStore:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self._own_folder = path is None  # the default folder is IRIS's alone: it may tighten it
         if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._prepare_files()
         self._lock = threading.Lock()
         # isolation_level=None: autocommit, each statement is committed as it runs;
         # check_same_thread=False: calls arrive from asyncio.to_thread workers
@@ -99,6 +113,16 @@ class TimerStore:
             self._conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
             self._conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
             self._migrate()
+
+    def _prepare_files(self) -> None:
+        """Private folder and files before SQLite opens them (see ``dbfile``)."""
+        for folder in make_private_folders(self.path.parent):
+            log.info("created %s (mode %o)", folder, FOLDER_MODE)
+        if self._own_folder:
+            tighten(self.path.parent, FOLDER_MODE)
+        create_private_file(self.path)
+        for suffix in ("", "-wal", "-shm"):
+            tighten(with_suffix(self.path, suffix), FILE_MODE)
 
     def _migrate(self) -> None:
         """Create the table, or bring an older file up to ``SCHEMA_VERSION`` in one transaction.

@@ -1,0 +1,81 @@
+"""The timers database as files, private to its user.
+
+Reminder texts are personal, so the folder IRIS makes is 0700 and the database with its
+``-wal`` and ``-shm`` 0600, whatever the umask: the file is created here before SQLite
+opens it (SQLite gives the side files the main file's mode).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def with_suffix(path: Path, suffix: str) -> Path:
+    """``timers.db`` + ``-wal`` → ``timers.db-wal`` (SQLite's naming, not a file extension)."""
+    return path.with_name(path.name + suffix)
+
+
+def make_private_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents as 0700; the folders made, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    made = []
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        os.chmod(path, FOLDER_MODE)  # mkdir's mode passes through the umask; this does not
+        made.append(path)
+    return made
+
+
+def create_private_file(path: Path) -> bool:
+    """Create an empty ``path`` as 0600 unless it exists; True if this call made it.
+
+    An empty file is an empty SQLite database. It must never be opened here when it
+    already exists: closing any descriptor of a database file drops the POSIX locks
+    another connection in this process holds on it.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, FILE_MODE)  # an odd umask (0o277) must not leave it unwritable
+    finally:
+        os.close(fd)
+    return True
+
+
+def tighten(path: Path, mode: int) -> bool:
+    """Take away every permission beyond ``mode`` (group and others); True if it changed.
+
+    Logs a warning when it changes something or cannot (a file of another user), so
+    this is said once: afterwards there is nothing to change.
+    """
+    try:
+        current = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
+    if not current & ~mode:
+        return False
+    try:
+        os.chmod(path, current & mode)
+    except OSError as exc:
+        log.warning("%s is readable by other users (mode %o) and could not be made private: %s",
+                    path, current, exc.strerror)  # fmt: skip
+        return False
+    log.warning("%s was readable by other users (mode %o); made it private (mode %o)",
+                path, current, current & mode)  # fmt: skip
+    return True
