@@ -7,6 +7,9 @@ while IRIS was off are announced as missed when it starts. Timers can gain or lo
 and be paused (a paused timer keeps its seconds left and has no due time, so it never
 fires) and resumed; every change wakes ``run`` to re-plan. The async API works without
 ``run`` too: a one-shot ``iris ask`` stores the timer and the daemon fires it.
+
+``run`` never ends on an error: a failed cycle (a locked or full disk, anything
+unforeseen) is logged and retried with a growing pause.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import asyncio
 import logging
 import math
 import re
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -29,7 +31,9 @@ from iris_voice.timers.store import TimerRow, TimerStore
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 5.0
-"""How long run() waits before reading the store again after a database error."""
+"""How long run() waits before reading the store again after a failed cycle (the first time)."""
+MAX_RETRY_SECONDS = 60.0
+"""The longest wait between retries: each failure in a row doubles the wait up to this."""
 
 
 class Clock(Protocol):
@@ -308,16 +312,29 @@ class TimerService:
         return None if self.next_due is None else self.next_due - self.clock.now()
 
     async def run(self) -> None:
-        """Fire missed rows, then every row when it falls due, until cancelled."""
+        """Fire missed rows, then every row when it falls due, until cancelled.
+
+        One failed cycle never ends it: the error is logged (in full the first time in a
+        row) and the wait doubles from ``RETRY_SECONDS`` up to ``MAX_RETRY_SECONDS``.
+        """
         missed_until = self.clock.now()  # rows already due when IRIS starts were missed
+        failures = 0
         while True:
             self._changed.clear()  # before reading, so a change during the read wakes us again
             try:
                 delay = await self._fire_due(missed_until)
                 missed_until = -math.inf
-            except sqlite3.Error:  # a locked or full disk must not take the daemon down
-                log.exception("timer store failed; retrying in %s s", RETRY_SECONDS)
-                delay = RETRY_SECONDS
+                if failures:
+                    log.info("timers work again after %d failed attempts", failures)
+                failures = 0
+            except Exception as exc:  # a locked or full disk, or a bug, must not take the daemon down
+                failures += 1
+                delay = min(RETRY_SECONDS * 2 ** min(failures - 1, 16), MAX_RETRY_SECONDS)
+                if failures == 1:
+                    log.exception("timers failed; retrying in %.0f s", delay)
+                else:
+                    what = f"{type(exc).__name__}: {exc}"
+                    log.warning("timers failed again (%s); retrying in %.0f s", what, delay)
             if self.resync_seconds is not None:
                 delay = self.resync_seconds if delay is None else min(delay, self.resync_seconds)
             if delay is None or delay > 0:

@@ -26,6 +26,7 @@ from iris_voice.timers.parse import (
     speak_skipped,
     speak_when,
 )
+from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
@@ -46,6 +47,13 @@ def _clean_message(message: str) -> str:
     """Turn "to call mom." into "call mom": the confirmation says "to" itself."""
     text = " ".join(message.split()).rstrip(".!?")
     return re.sub(r"^(?:remind me to|remind me|to)\s+", "", text, flags=re.IGNORECASE)
+
+
+def _fits(text: str, what: str) -> str:
+    """``text`` when the store can keep it; a ``ToolError`` asking for fewer words otherwise."""
+    if len(text) > MAX_LABEL:
+        raise ToolError(f"That {what} is too long to keep ({len(text)} characters, at most {MAX_LABEL}).")
+    return text
 
 
 def _signed_seconds(duration: str) -> float:
@@ -90,7 +98,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             seconds = parse_duration(duration)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        name = _clean_label(label)
+        name = _fits(_clean_label(label), "timer name")
         await service.set_timer(seconds, name)
         return f"{cap(f'{name} timer' if name else 'timer')} set for {speak_duration(seconds)}."
 
@@ -155,7 +163,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             resolved = resolve_when(when, now)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        text = _clean_message(message)
+        text = _fits(_clean_message(message), "reminder")
         if not text:
             raise ToolError("Say what the reminder is for, e.g. message='call mom'.")
         await service.set_reminder(resolved.moment.timestamp(), text)
