@@ -1,21 +1,39 @@
-"""The timers database as files, private to its user.
+"""The timers database as files: private to its user, and moved aside when damaged.
 
 Reminder texts are personal, so the folder IRIS makes is 0700 and the database with its
 ``-wal`` and ``-shm`` 0600, whatever the umask: the file is created here before SQLite
-opens it (SQLite gives the side files the main file's mode).
+opens it (SQLite gives the side files the main file's mode). A file that SQLite calls
+"not a database" or "malformed" is renamed, never deleted, so nothing is lost for good
+and the user can look at it; the caller then starts a fresh one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
+import sqlite3
 import stat
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
+SIDE_FILES = ("-wal", "-shm", "-journal")
+"""What SQLite keeps beside a database; they belong to it and move with it."""
+_DAMAGE = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+
+def is_damage(exc: BaseException) -> bool:
+    """True when SQLite says the file's content is unusable ("file is not a database",
+    "database disk image is malformed"); False for locks, permissions and I/O errors,
+    which a retry or the user can fix without losing the file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGE
 
 
 def with_suffix(path: Path, suffix: str) -> Path:
@@ -79,3 +97,35 @@ def tighten(path: Path, mode: int) -> bool:
     log.warning("%s was readable by other users (mode %o); made it private (mode %o)",
                 path, current, current & mode)  # fmt: skip
     return True
+
+
+def move_aside(path: Path, when: float | None = None) -> Path:
+    """Rename a damaged ``path`` and its side files to ``<name>.corrupt-<local time>``; the new name.
+
+    Side files go first: a stale ``-wal`` left next to the fresh database would be
+    replayed into it. A number is appended when that name is taken.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while any(with_suffix(target, s).exists() for s in ("", *SIDE_FILES)):
+        target, n = path.with_name(f"{path.name}.corrupt-{stamp}.{n}"), n + 1
+    for suffix in (*SIDE_FILES, ""):
+        source = with_suffix(path, suffix)
+        if source.exists():
+            os.rename(source, with_suffix(target, suffix))
+            with contextlib.suppress(OSError):
+                os.chmod(with_suffix(target, suffix), FILE_MODE)  # still the user's reminders
+    return target
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` (not on the database: see ``create_private_file``),
+    so two processes that find the same damaged file move it aside once."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

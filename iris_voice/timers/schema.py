@@ -29,11 +29,20 @@ COLUMNS = V0_COLUMNS + ", remaining"
 """The columns of ``timers`` in ``TimerRow`` order."""
 
 # Rows that failed rows.row_problem, kept as they were (no types: nothing is converted)
-# with the reason. An extra table an older IRIS ignores, so it needs no new schema
-# version (which would make that IRIS refuse the file).
+# with the reason. The tables below are extras an older IRIS ignores, so they need no
+# new schema version (which would make that IRIS refuse the file).
 REJECTED_TABLE = f"""
 CREATE TABLE IF NOT EXISTS timers_rejected (
     {COLUMNS}, reason TEXT NOT NULL, rejected_at REAL NOT NULL
+)"""
+# Damaged files moved aside; ``announced`` is claimed once, by the service that says so.
+RECOVERIES_TABLE = """
+CREATE TABLE IF NOT EXISTS recoveries (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    moved_to TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    announced INTEGER NOT NULL DEFAULT 0
 )"""
 
 

@@ -4,9 +4,12 @@ Every write is its own committed transaction (autocommit) in WAL mode, so once a
 returns the row is on disk; the daemon, a one-shot ``iris ask`` and tests may all open
 the same file. The API is synchronous; async callers go through ``asyncio.to_thread``.
 
-The folder and files are private to the user (``dbfile``). The rows are not trusted:
-every row read passes ``rows.row_problem``; one that fails moves to the
-``timers_rejected`` table, so it neither fires nor breaks a caller, and is logged once.
+The file is not trusted. Opening it runs ``PRAGMA quick_check``: a file that is not a
+database or fails the check is moved aside (``dbfile.move_aside``) and a fresh one takes
+its place, with the recovery recorded in it until a ``TimerService`` announces it
+(``take_recoveries``), whichever process found the damage. Every row read passes
+``rows.row_problem``; one that fails moves to the ``timers_rejected`` table, so it neither
+fires nor breaks a caller, and is logged once.
 """
 
 from __future__ import annotations
@@ -16,25 +19,31 @@ import os
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from iris_voice.timers.dbfile import (
     FILE_MODE,
     FOLDER_MODE,
     create_private_file,
+    folder_lock,
+    is_damage,
     make_private_folders,
+    move_aside,
     tighten,
     with_suffix,
 )
 from iris_voice.timers.rows import KINDS, STATES, TimerRow, make_row, row_problem
 from iris_voice.timers.schema import (
     COLUMNS,
+    RECOVERIES_TABLE,
     REJECTED_TABLE,
     SCHEMA_VERSION,
+    has_table,
     migrate,
 )
 
-__all__ = ["KINDS", "SCHEMA_VERSION", "STATES", "TimerRow", "TimerStore", "default_db_path"]
+__all__ = ["KINDS", "SCHEMA_VERSION", "STATES", "Recovery", "TimerRow", "TimerStore", "default_db_path"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +58,22 @@ def default_db_path() -> Path:
     return base / "iris" / "timers.db"
 
 
+class Damaged(Exception):
+    """The database file's content is unusable; the message says what SQLite found."""
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """A damaged database that was moved aside for a fresh one."""
+
+    at: float
+    """When, as a Unix timestamp."""
+    moved_to: str
+    """Where the damaged file is kept."""
+    reason: str
+    """What SQLite found wrong with it."""
+
+
 class TimerStore:
     """Timers in one SQLite file; thread-safe through one connection and a lock."""
 
@@ -58,15 +83,28 @@ class TimerStore:
         self._own_folder = path is None  # the default folder is IRIS's alone: it may tighten it
         self._lock = threading.Lock()
         self._skipped: set[int] = set()  # rejected rows that could not be moved: logged once
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._check_recoveries = True  # set by each (re)open: only then can a recovery appear
         self._conn = self._open()
 
-    # -- opening ---------------------------------------------------------------------------------
+    # -- opening, checking, recovering ---------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        """Connect to the file (made private first)."""
-        if not self._memory:
-            self._prepare_files()
-        return self._connect()
+        """Connect to the file, moving a damaged one aside for a fresh one."""
+        if self._memory:
+            return self._connect()
+        self._prepare_files()
+        try:
+            return self._connect()
+        except Damaged:
+            pass
+        # another process may have found the same damage: the first moves the file aside,
+        # the others then find its fresh file, which passes
+        with folder_lock(self.path.parent):
+            try:
+                return self._connect()
+            except Damaged as exc:
+                return self._recover(str(exc))
 
     def _prepare_files(self) -> None:
         """Private folder and files before SQLite opens them (see ``dbfile``)."""
@@ -79,7 +117,7 @@ class TimerStore:
             tighten(with_suffix(self.path, suffix), FILE_MODE)
 
     def _connect(self) -> sqlite3.Connection:
-        """A migrated connection."""
+        """A checked, migrated connection; ``Damaged`` when the file's content is unusable."""
         # isolation_level=None: autocommit, each statement is committed as it runs;
         # check_same_thread=False: calls arrive from asyncio.to_thread workers
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -87,11 +125,68 @@ class TimerStore:
             conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
+            found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if found != ["ok"]:
+                raise Damaged("quick_check: " + "; ".join(found)[:300])
             migrate(conn, self.path)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if is_damage(exc):
+                raise Damaged(str(exc)) from exc
+            raise
         except BaseException:
             conn.close()
             raise
+        if not self._memory:
+            st = os.stat(self.path)
+            self._identity = (st.st_dev, st.st_ino)
+        self._check_recoveries = True
         return conn
+
+    def _recover(self, reason: str) -> sqlite3.Connection:
+        """Move the damaged file aside, start a fresh one and record why in it."""
+        moved = move_aside(self.path, time.time())
+        log.warning("the timers database %s was damaged (%s): moved it to %s and started a new, "
+                    "empty one; timers and reminders set before will not go off",
+                    self.path, reason, moved)  # fmt: skip
+        self._prepare_files()
+        conn = self._connect()
+        conn.execute(RECOVERIES_TABLE)
+        sql = "INSERT INTO recoveries (at, moved_to, reason) VALUES (?, ?, ?)"
+        conn.execute(sql, (time.time(), str(moved), reason))
+        return conn
+
+    def refresh(self, suspect: bool = False) -> bool:
+        """Reopen the file when another process replaced it (a recovery) or, with ``suspect``,
+        when a query said it is damaged (the check then moves it aside); True if reopened."""
+        if self._memory:
+            return False
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+                same = (st.st_dev, st.st_ino) == self._identity
+            except FileNotFoundError:
+                same = False
+            if same and not suspect:
+                return False
+            old, self._conn = self._conn, self._open()  # if opening fails, the old one stays
+            old.close()
+            return True
+
+    def take_recoveries(self) -> list[Recovery]:
+        """Recoveries of this file not yet announced, each claimed once across processes."""
+        with self._lock:
+            if not self._check_recoveries:
+                return []
+            taken = []
+            if has_table(self._conn, "recoveries"):
+                sql = "SELECT id, at, moved_to, reason FROM recoveries WHERE announced = 0"
+                for rec_id, at, moved_to, reason in self._conn.execute(sql).fetchall():
+                    claim = "UPDATE recoveries SET announced = 1 WHERE id = ? AND announced = 0"
+                    if self._conn.execute(claim, (rec_id,)).rowcount:
+                        taken.append(Recovery(float(at), str(moved_to), str(reason)))
+            self._check_recoveries = False  # only after it worked: a locked file is tried again
+            return taken
 
     def close(self) -> None:
         """Close the connection (rows are already committed)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.timers.store import TimerStore
+from tests.support.hostile_timers import DAMAGED_FILES
 
 
 def mode(path: Path) -> int:
@@ -72,3 +73,13 @@ def test_files_of_an_older_iris_are_tightened_and_that_is_said_once(state: Path,
     said = [r.getMessage() for r in caplog.records if "made it private" in r.getMessage()]
     assert [s.split(" ", 1)[0] for s in said] == [str(f) for f in [folder, *files]]  # once each
     holder.close()
+
+
+def test_a_damaged_file_kept_aside_is_private_too(state: Path) -> None:
+    path = state / "iris" / "timers.db"
+    path.parent.mkdir(parents=True)
+    DAMAGED_FILES["text file"](path)
+    path.chmod(0o644)
+    with TimerStore() as store:
+        (recovery,) = store.take_recoveries()
+    assert mode(Path(recovery.moved_to)) == 0o600
