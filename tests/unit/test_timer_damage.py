@@ -222,14 +222,7 @@ async def test_run_survives_any_error_and_backs_off(tmp_path: Path, caplog) -> N
     store.add("timer", "tea", T0 - 10, duration=60, created_at=T0 - 70)
     with caplog.at_level(logging.INFO):
         task = asyncio.create_task(service.run())
-        for pause in (
-            RETRY_SECONDS,
-            10,
-            20,
-            40,
-            timer_service.MAX_RETRY_SECONDS,
-            timer_service.MAX_RETRY_SECONDS,
-        ):  # doubling, capped
+        for pause in (RETRY_SECONDS, 10, 20, 40, 60, 60):  # doubling, then capped
             await clock.sleeping_until(clock.now() + pause)
             assert not task.done()
             clock.advance(pause)
@@ -238,6 +231,7 @@ async def test_run_survives_any_error_and_backs_off(tmp_path: Path, caplog) -> N
     assert len([r for r in caplog.records if r.exc_info]) == 1  # the first failure in full
     assert sum("failed again" in r.getMessage() for r in caplog.records) == 5  # then one line each
     assert any("work again after 6 failed" in r.getMessage() for r in caplog.records)
+    assert timer_service.MAX_RETRY_SECONDS == 60
     task.cancel()
 
 
