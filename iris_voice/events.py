@@ -119,6 +119,24 @@ class TimerFinished(Event):
 
 
 @dataclass(frozen=True)
+class TimerStoreRecovered(Event):
+    """The timers database was damaged: it was moved aside and a new, empty one started.
+
+    Timers and reminders set before are in the old file, not the new one, so they will
+    not go off; the user should hear that once.
+    """
+
+    path: str
+    """The database in use now (a fresh file at the configured path)."""
+    moved_to: str
+    """Where the damaged file is kept (``timers.db.corrupt-<time>``, with its -wal/-shm)."""
+    reason: str
+    """What SQLite found wrong, e.g. "file is not a database"."""
+    message: str
+    """A sentence to speak, e.g. "My timer list was damaged, so I started a new one. …"."""
+
+
+@dataclass(frozen=True)
 class LlmUnavailable(Event):
     """The language-model server could not be reached or answered with an error."""
 

@@ -21,11 +21,16 @@ from iris_voice.speech.wake import resolve_wake_model
 from iris_voice.timers.store import default_db_path
 from iris_voice.tools.builtin import declared_names, name_problems
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
 
 def timers_db_problem(cfg: Config) -> str | None:
-    """Why ``tools.timers_db`` (or the default path) cannot hold the timers, or None."""
+    """Why ``tools.timers_db`` (or the default path) cannot hold the timers at all, or None.
+
+    Only what IRIS cannot work around: a path that is not a regular file, a file this
+    user cannot read and write, a folder where SQLite cannot put its -wal and -shm files
+    (or a damaged file cannot be moved aside), a folder that cannot be created. A file
+    that is not a SQLite database, or a damaged one, is no configuration problem: the
+    store moves it aside, starts a new one and says so (``timers.store``).
+    """
     path = Path(cfg.tools.timers_db).expanduser() if cfg.tools.timers_db else default_db_path()
     key = f"tools.timers_db ({path})" if not cfg.tools.timers_db else "tools.timers_db"
     if path.exists():
@@ -33,13 +38,8 @@ def timers_db_problem(cfg: Config) -> str | None:
             return f"{key}: {path} is not a file"
         if not os.access(path, os.R_OK | os.W_OK):
             return f"{key}: {path} is not readable and writable by this user"
-        try:
-            with path.open("rb") as f:
-                head = f.read(len(_SQLITE_HEADER))
-        except OSError as exc:
-            return f"{key}: cannot read {path}: {exc.strerror}"
-        if head and head != _SQLITE_HEADER:
-            return f"{key}: {path} is not a SQLite database"
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            return f"{key}: {path.parent} is not writable by this user, so SQLite cannot add its -wal file"
         return None
     parent = path.parent
     while not parent.exists():  # the folders are made at start: the first that exists decides

@@ -12,10 +12,13 @@ from __future__ import annotations
 import math
 import os
 import re
-from datetime import datetime, timedelta, tzinfo
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dtime
 
 import pytz
+
+from iris_voice.timers.wallclock import after_gap, occurrences, repeat_note
 
 MAX_DURATION = 7 * 24 * 3600.0
 """The longest timer, in seconds; longer ones are almost certainly mishearings."""
@@ -184,22 +187,47 @@ def resolve_tz(tz_name: str | None) -> tzinfo:
     return datetime.now().astimezone().tzinfo or pytz.utc
 
 
-def _localize(day: datetime, hour: int, minute: int) -> datetime:
-    """Wall-clock ``hour:minute`` on ``day``'s date in ``day``'s zone, DST-correct for pytz."""
-    naive = datetime.combine(day.date(), dtime(hour, minute))
-    tz = day.tzinfo
-    localize = getattr(tz, "localize", None)  # pytz zones must localize, not replace()
-    return localize(naive) if localize else naive.replace(tzinfo=tz)
+@dataclass(frozen=True)
+class When:
+    """What a spoken time resolved to."""
+
+    moment: datetime
+    """The moment, aware, in the zone of the ``now`` it was resolved against."""
+    skipped: datetime | None = None
+    """The clock time asked for (naive) when it does not exist that night because the
+    clocks go forward; ``moment`` is then the time after the jump (2:30 → 3:30)."""
+
+
+def _at(day: date, hours: list[int], minute: int, tz: tzinfo) -> list[When]:
+    """Every moment ``hour:minute`` (for each of ``hours``) happens on ``day`` in ``tz``:
+    both on the night the clocks go back, the time after the jump in a skipped hour."""
+    found = []
+    for hour in hours:
+        wall = datetime.combine(day, dtime(hour, minute))
+        moments = occurrences(wall, tz)
+        found += [When(m) for m in moments] or [When(after_gap(wall, tz), skipped=wall)]
+    return found
 
 
 def parse_when(text: str, now: datetime) -> datetime:
+    """The moment a spoken time refers to, after ``now`` (aware), in ``now``'s zone.
+
+    ``resolve_when(text, now).moment``; see there.
+    """
+    return resolve_when(text, now).moment
+
+
+def resolve_when(text: str, now: datetime) -> When:
     """The moment a spoken time refers to, after ``now`` (aware), in ``now``'s zone.
 
     Understands "in 2 hours", "in 10 minutes", "2 hours from now", "at 7 pm", "7:30",
     "19:30", "at 7:30 am tomorrow", "tomorrow at 9", "noon" and "midnight". A clock
     time already past today means tomorrow. Without am/pm an hour up to 12 means its
     next occurrence ("7:30" at 10:00 is 19:30 today), except with "tomorrow", where it
-    is taken as written (morning). ``ValueError`` with the forms that work otherwise.
+    is taken as written (morning). Across a daylight-saving change a clock time is its
+    first occurrence still to come (the repeated hour happens twice), and a time the
+    clocks skip becomes the time after the jump, with ``skipped`` set so the answer can
+    say so. ``ValueError`` with the forms that work otherwise.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -210,7 +238,7 @@ def parse_when(text: str, now: datetime) -> datetime:
             seconds = parse_duration(m[1] or m[2])
         except ValueError as exc:  # keep "too long"/"zero", replace "couldn't understand"
             raise (bad if str(exc).startswith(_UNCLEAR) else exc) from None
-        return datetime.fromtimestamp(now.timestamp() + seconds, now.tzinfo)
+        return When(datetime.fromtimestamp(now.timestamp() + seconds, now.tzinfo))
     words = " ".join(_tokens(s.replace("o'clock", "").replace(":", " : ")))
     tomorrow = bool(re.search(r"\btomorrow\b", words))
     meridiem = "am" if re.search(r"\bmorning\b", words) else None
@@ -233,10 +261,14 @@ def parse_when(text: str, now: datetime) -> datetime:
             hours = [hour]  # "19:30", "07:30": 24-hour clock
     else:
         raise bad
-    if tomorrow:
-        return _localize(now + timedelta(days=1), hours[0], minute)
-    upcoming = [t for t in (_localize(now, h, minute) for h in hours) if t > now]
-    return min(upcoming) if upcoming else _localize(now + timedelta(days=1), hours[0], minute)
+    # by timestamp: datetimes sharing a zoneinfo tzinfo compare by wall time, which makes
+    # the second 2:30 of the night the clocks go back look earlier than 2:40
+    at, today = now.timestamp(), now.astimezone(now.tzinfo).date()
+    upcoming = [] if tomorrow else _at(today, hours, minute, now.tzinfo)
+    upcoming = [w for w in upcoming if w.moment.timestamp() > at]
+    if not upcoming:  # past today (or "tomorrow"): tomorrow, at the hour as said
+        upcoming = _at(today + timedelta(days=1), hours[:1], minute, now.tzinfo)
+    return min(upcoming, key=lambda w: w.moment.timestamp())
 
 
 def speak_clock(moment: datetime) -> str:
@@ -244,14 +276,34 @@ def speak_clock(moment: datetime) -> str:
     return f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
 
 
-def speak_when(moment: datetime, now: datetime) -> str:
-    """A moment relative to now: "at 7:00 PM", "tomorrow at 9:00 AM", "on Monday at 3:05 PM"."""
+def _day(moment: datetime, now: datetime) -> str:
+    """The day of ``moment`` as said from ``now``: "", "tomorrow", "on Monday", "on March 29"."""
     days = (moment.date() - now.date()).days
-    clock = speak_clock(moment)
     if days == 0:
-        return f"at {clock}"
+        return ""
     if days in (1, -1):
-        return f"{'tomorrow' if days == 1 else 'yesterday'} at {clock}"
+        return "tomorrow" if days == 1 else "yesterday"
     if -7 < days < 7:
-        return f"on {moment.strftime('%A')} at {clock}"
-    return f"on {moment.strftime('%B')} {moment.day} at {clock}"
+        return f"on {moment.strftime('%A')}"
+    return f"on {moment.strftime('%B')} {moment.day}"
+
+
+def speak_when(moment: datetime, now: datetime) -> str:
+    """A moment relative to now: "at 7:00 PM", "tomorrow at 9:00 AM", "on Monday at 3:05 PM".
+
+    A clock time that happens twice (the night the clocks go back) says which one:
+    "at 2:30 AM, before the clocks go back". ``moment`` and ``now`` share a zone.
+    """
+    day = _day(moment, now)
+    return f"{day + ' ' if day else ''}at {speak_clock(moment)}{repeat_note(moment, now)}"
+
+
+def speak_skipped(wall: datetime, now: datetime) -> str:
+    """Why a clock time was moved: "2:30 AM doesn't exist tonight because the clocks go forward".
+
+    ``wall`` is the naive clock time asked for (``When.skipped``), ``now`` the aware present.
+    """
+    day = _day(wall, now.replace(tzinfo=None))
+    if day in ("", "tomorrow") and (day == "" or now.hour >= 18):
+        day = "tonight"  # the clocks change in the small hours: today's or the coming night
+    return f"{speak_clock(wall)} doesn't exist {day} because the clocks go forward"

@@ -7,6 +7,11 @@ while IRIS was off are announced as missed when it starts. Timers can gain or lo
 and be paused (a paused timer keeps its seconds left and has no due time, so it never
 fires) and resumed; every change wakes ``run`` to re-plan. The async API works without
 ``run`` too: a one-shot ``iris ask`` stores the timer and the daemon fires it.
+
+``run`` never ends on an error: a failed cycle (a locked or damaged file, anything
+unforeseen) is logged and retried with a growing pause. When the store had to replace a
+damaged file — in this process or another — ``run`` publishes ``TimerStoreRecovered``
+once, so the user hears that earlier timers are gone.
 """
 
 from __future__ import annotations
@@ -15,21 +20,28 @@ import asyncio
 import logging
 import math
 import re
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
 from iris_voice.errors import ToolError
-from iris_voice.events import Event, TimerFinished
+from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
+from iris_voice.timers.dbfile import is_damage
 from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
-from iris_voice.timers.store import TimerRow, TimerStore
+from iris_voice.timers.store import Recovery, TimerRow, TimerStore
 
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 5.0
-"""How long run() waits before reading the store again after a database error."""
+"""How long run() waits before reading the store again after a failed cycle (the first time)."""
+MAX_RETRY_SECONDS = 60.0
+"""The longest wait between retries: each failure in a row doubles the wait up to this."""
+RECOVERED_MESSAGE = (
+    "My timer list was damaged, so I started a new one. Timers and reminders set before "
+    "won't go off; the old list is kept in a file next to the new one."
+)
+"""What IRIS says after the store replaced a damaged database (the log names the files)."""
 
 
 class Clock(Protocol):
@@ -96,6 +108,7 @@ class TimerService:
         self.next_due: float | None = None
         """Due time of the soonest pending row as of the last check (for ``iris status``)."""
         self._changed = asyncio.Event()
+        self._suspect = False  # a cycle failed on a damaged file: check it before the next
 
     def _local(self, ts: float) -> datetime:
         return datetime.fromtimestamp(ts, self.tz)
@@ -307,17 +320,49 @@ class TimerService:
         # measured again: reading and firing took time, and the sleep starts from now
         return None if self.next_due is None else self.next_due - self.clock.now()
 
+    async def _sync_store(self) -> None:
+        """Reopen the store's file if it was replaced (or is suspect), then announce recoveries."""
+        await asyncio.to_thread(self.store.refresh, self._suspect)
+        self._suspect = False
+        for recovery in await asyncio.to_thread(self.store.take_recoveries):
+            self._announce_recovery(recovery)
+
+    def _announce_recovery(self, recovery: Recovery) -> None:
+        path, message = str(self.store.path), RECOVERED_MESSAGE
+        event = TimerStoreRecovered(path, recovery.moved_to, recovery.reason, message)
+        log.warning("announcing that the timers database was replaced; the old one is %s", recovery.moved_to)
+        try:
+            self.publish(event)
+        except Exception:  # a broken subscriber must not stop the timers
+            log.exception("publishing %s failed", event)
+
     async def run(self) -> None:
-        """Fire missed rows, then every row when it falls due, until cancelled."""
+        """Fire missed rows, then every row when it falls due, until cancelled.
+
+        One failed cycle never ends it: the error is logged (in full the first time in a
+        row), the wait doubles from ``RETRY_SECONDS`` up to ``MAX_RETRY_SECONDS``, and a
+        damaged file is checked (and replaced) before the next try.
+        """
         missed_until = self.clock.now()  # rows already due when IRIS starts were missed
+        failures = 0
         while True:
             self._changed.clear()  # before reading, so a change during the read wakes us again
             try:
+                await self._sync_store()
                 delay = await self._fire_due(missed_until)
                 missed_until = -math.inf
-            except sqlite3.Error:  # a locked or full disk must not take the daemon down
-                log.exception("timer store failed; retrying in %s s", RETRY_SECONDS)
-                delay = RETRY_SECONDS
+                if failures:
+                    log.info("timers work again after %d failed attempts", failures)
+                failures = 0
+            except Exception as exc:  # a locked, full or damaged disk must not take the daemon down
+                failures += 1
+                delay = min(RETRY_SECONDS * 2 ** min(failures - 1, 16), MAX_RETRY_SECONDS)
+                self._suspect = self._suspect or is_damage(exc)
+                if failures == 1:
+                    log.exception("timers failed; retrying in %.0f s", delay)
+                else:
+                    what = f"{type(exc).__name__}: {exc}"
+                    log.warning("timers failed again (%s); retrying in %.0f s", what, delay)
             if self.resync_seconds is not None:
                 delay = self.resync_seconds if delay is None else min(delay, self.resync_seconds)
             if delay is None or delay > 0:

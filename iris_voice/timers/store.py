@@ -3,10 +3,18 @@
 Every write is its own committed transaction (autocommit) in WAL mode, so once a call
 returns the row is on disk; the daemon, a one-shot ``iris ask`` and tests may all open
 the same file. The API is synchronous; async callers go through ``asyncio.to_thread``.
+
+The file is not trusted. Opening it runs ``PRAGMA quick_check``: a file that is not a
+database or fails the check is moved aside (``dbfile.move_aside``) and a fresh one takes
+its place, with the recovery recorded in it until a ``TimerService`` announces it
+(``take_recoveries``), whichever process found the damage. Every row read passes
+``rows.row_problem``; one that fails moves to the ``timers_rejected`` table, so it neither
+fires nor breaks a caller, and is logged once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -14,65 +22,32 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-KINDS = ("timer", "reminder")
-STATES = ("pending", "paused", "fired", "cancelled")
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the current layout; 0 is the first one (no pausing)."""
+from iris_voice.timers.dbfile import (
+    FILE_MODE,
+    FOLDER_MODE,
+    create_private_file,
+    folder_lock,
+    is_damage,
+    make_private_folders,
+    move_aside,
+    tighten,
+    with_suffix,
+)
+from iris_voice.timers.rows import KINDS, STATES, TimerRow, make_row, row_problem
+from iris_voice.timers.schema import (
+    COLUMNS,
+    RECOVERIES_TABLE,
+    REJECTED_TABLE,
+    SCHEMA_VERSION,
+    has_table,
+    migrate,
+)
 
-# Version 1: a paused timer keeps its seconds left in ``remaining`` and has no due time,
-# so due_at may be NULL and the state may be 'paused'.
-_TABLE = """
-CREATE TABLE {name} (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL CHECK (kind IN ('timer', 'reminder')),
-    label TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    due_at REAL CHECK (due_at IS NOT NULL OR state != 'pending'),
-    duration REAL,
-    state TEXT NOT NULL DEFAULT 'pending'
-        CHECK (state IN ('pending', 'paused', 'fired', 'cancelled')),
-    fired_at REAL,
-    remaining REAL CHECK (remaining IS NOT NULL OR state != 'paused')
-)"""
-_INDEX = "CREATE INDEX IF NOT EXISTS timers_pending ON timers (state, due_at)"
-_V0_COLUMNS = "id, kind, label, created_at, due_at, duration, state, fired_at"
-_COLUMNS = _V0_COLUMNS + ", remaining"
+__all__ = ["KINDS", "SCHEMA_VERSION", "STATES", "Recovery", "TimerRow", "TimerStore", "default_db_path"]
+
+log = logging.getLogger(__name__)
+
 _ACTIVE = "state IN ('pending', 'paused')"
-
-
-@dataclass(frozen=True)
-class TimerRow:
-    """One timer or reminder as stored."""
-
-    id: int
-    """Database id; never reused (AUTOINCREMENT), so "cancel 3" can't hit a newer timer."""
-    kind: str
-    """``timer`` or ``reminder``."""
-    label: str
-    """Timer label or reminder message; "" when none was given."""
-    created_at: float
-    """When it was set, as a Unix timestamp."""
-    due_at: float | None
-    """When it falls due, as a Unix timestamp; None while paused."""
-    duration: float | None
-    """Length in seconds for timers; None for reminders."""
-    state: str
-    """``pending``, ``fired`` or ``cancelled``."""
-    fired_at: float | None
-    """When it was announced, or None."""
-    remaining: float | None = None
-    """Seconds left while paused; None otherwise."""
-
-    @property
-    def paused(self) -> bool:
-        """True for a paused timer (it has seconds left but no due time)."""
-        return self.state == "paused"
-
-    def left(self, now: float) -> float:
-        """Seconds until it falls due (frozen while paused), never below zero."""
-        if self.due_at is None:
-            return max(0.0, self.remaining or 0.0)
-        return max(0.0, self.due_at - now)
 
 
 def default_db_path() -> Path:
@@ -83,60 +58,135 @@ def default_db_path() -> Path:
     return base / "iris" / "timers.db"
 
 
+class Damaged(Exception):
+    """The database file's content is unusable; the message says what SQLite found."""
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """A damaged database that was moved aside for a fresh one."""
+
+    at: float
+    """When, as a Unix timestamp."""
+    moved_to: str
+    """Where the damaged file is kept."""
+    reason: str
+    """What SQLite found wrong with it."""
+
+
 class TimerStore:
     """Timers in one SQLite file; thread-safe through one connection and a lock."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._memory = str(self.path) == ":memory:"
+        self._own_folder = path is None  # the default folder is IRIS's alone: it may tighten it
         self._lock = threading.Lock()
+        self._skipped: set[int] = set()  # rejected rows that could not be moved: logged once
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._check_recoveries = True  # set by each (re)open: only then can a recovery appear
+        self._conn = self._open()
+
+    # -- opening, checking, recovering ---------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect to the file, moving a damaged one aside for a fresh one."""
+        if self._memory:
+            return self._connect()
+        self._prepare_files()
+        try:
+            return self._connect()
+        except Damaged:
+            pass
+        # another process may have found the same damage: the first moves the file aside,
+        # the others then find its fresh file, which passes
+        with folder_lock(self.path.parent):
+            try:
+                return self._connect()
+            except Damaged as exc:
+                return self._recover(str(exc))
+
+    def _prepare_files(self) -> None:
+        """Private folder and files before SQLite opens them (see ``dbfile``)."""
+        for folder in make_private_folders(self.path.parent):
+            log.info("created %s (mode %o)", folder, FOLDER_MODE)
+        if self._own_folder:
+            tighten(self.path.parent, FOLDER_MODE)
+        create_private_file(self.path)
+        for suffix in ("", "-wal", "-shm"):
+            tighten(with_suffix(self.path, suffix), FILE_MODE)
+
+    def _connect(self) -> sqlite3.Connection:
+        """A checked, migrated connection; ``Damaged`` when the file's content is unusable."""
         # isolation_level=None: autocommit, each statement is committed as it runs;
         # check_same_thread=False: calls arrive from asyncio.to_thread workers
-        self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
-            self._conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
-            self._migrate()
-
-    def _migrate(self) -> None:
-        """Create the table, or bring an older file up to ``SCHEMA_VERSION`` in one transaction.
-
-        SQLite cannot relax a NOT NULL column in place, so version 0 files are rebuilt:
-        copy the rows into a new table, swap the names, keep the AUTOINCREMENT counter
-        (ids are never reused). BEGIN IMMEDIATE makes a second process wait, and the
-        version is read again inside the transaction, so only one of them migrates.
-        """
-        if self._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-            return
-        self._conn.execute("BEGIN IMMEDIATE")
+        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         try:
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            exists = self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'timers'"
-            ).fetchone()
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} was written by a newer IRIS (schema {version}, this one knows "
-                    f"{SCHEMA_VERSION})"
-                )
-            if not exists:
-                self._conn.execute(_TABLE.format(name="timers"))
-            elif version == 0:
-                seq = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'timers'").fetchone()
-                self._conn.execute(_TABLE.format(name="timers_v1"))
-                self._conn.execute(f"INSERT INTO timers_v1 ({_V0_COLUMNS}) SELECT {_V0_COLUMNS} FROM timers")
-                self._conn.execute("DROP TABLE timers")
-                self._conn.execute("ALTER TABLE timers_v1 RENAME TO timers")
-                if seq is not None:
-                    self._conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'timers'", seq)
-            self._conn.execute(_INDEX)
-            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+            conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
+            found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if found != ["ok"]:
+                raise Damaged("quick_check: " + "; ".join(found)[:300])
+            migrate(conn, self.path)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if is_damage(exc):
+                raise Damaged(str(exc)) from exc
             raise
+        except BaseException:
+            conn.close()
+            raise
+        if not self._memory:
+            st = os.stat(self.path)
+            self._identity = (st.st_dev, st.st_ino)
+        self._check_recoveries = True
+        return conn
+
+    def _recover(self, reason: str) -> sqlite3.Connection:
+        """Move the damaged file aside, start a fresh one and record why in it."""
+        moved = move_aside(self.path, time.time())
+        log.warning("the timers database %s was damaged (%s): moved it to %s and started a new, "
+                    "empty one; timers and reminders set before will not go off",
+                    self.path, reason, moved)  # fmt: skip
+        self._prepare_files()
+        conn = self._connect()
+        conn.execute(RECOVERIES_TABLE)
+        sql = "INSERT INTO recoveries (at, moved_to, reason) VALUES (?, ?, ?)"
+        conn.execute(sql, (time.time(), str(moved), reason))
+        return conn
+
+    def refresh(self, suspect: bool = False) -> bool:
+        """Reopen the file when another process replaced it (a recovery) or, with ``suspect``,
+        when a query said it is damaged (the check then moves it aside); True if reopened."""
+        if self._memory:
+            return False
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+                same = (st.st_dev, st.st_ino) == self._identity
+            except FileNotFoundError:
+                same = False
+            if same and not suspect:
+                return False
+            old, self._conn = self._conn, self._open()  # if opening fails, the old one stays
+            old.close()
+            return True
+
+    def take_recoveries(self) -> list[Recovery]:
+        """Recoveries of this file not yet announced, each claimed once across processes."""
+        with self._lock:
+            if not self._check_recoveries:
+                return []
+            taken = []
+            if has_table(self._conn, "recoveries"):
+                sql = "SELECT id, at, moved_to, reason FROM recoveries WHERE announced = 0"
+                for rec_id, at, moved_to, reason in self._conn.execute(sql).fetchall():
+                    claim = "UPDATE recoveries SET announced = 1 WHERE id = ? AND announced = 0"
+                    if self._conn.execute(claim, (rec_id,)).rowcount:
+                        taken.append(Recovery(float(at), str(moved_to), str(reason)))
+            self._check_recoveries = False  # only after it worked: a locked file is tried again
+            return taken
 
     def close(self) -> None:
         """Close the connection (rows are already committed)."""
@@ -149,9 +199,40 @@ class TimerStore:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    # -- rows ----------------------------------------------------------------------------------
+
     def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[TimerRow]:
         with self._lock:
-            return [TimerRow(*r) for r in self._conn.execute(sql, params).fetchall()]
+            rows = []
+            for values in self._conn.execute(sql, params).fetchall():
+                problem = row_problem(values)
+                if problem is None:
+                    rows.append(make_row(values))
+                else:
+                    self._set_aside(values[0], problem)
+            return rows
+
+    def _set_aside(self, row_id: int, problem: str) -> None:
+        """Move an unusable row to ``timers_rejected`` (caller holds the lock)."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(REJECTED_TABLE)
+                keep = f"INSERT INTO timers_rejected SELECT {COLUMNS}, ?, ? FROM timers WHERE id = ?"
+                self._conn.execute(keep, (problem, time.time(), row_id))
+                self._conn.execute("DELETE FROM timers WHERE id = ?", (row_id,))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:  # read-only or locked: skip it in this process instead
+            if row_id not in self._skipped:
+                self._skipped.add(row_id)
+                log.warning("timer row %s is unusable (%s) and could not be set aside (%s); skipping it",
+                            row_id, problem, exc)  # fmt: skip
+            return
+        log.warning("timer row %s in %s is unusable (%s); moved it to the timers_rejected table",
+                    row_id, self.path, problem)  # fmt: skip
 
     def _update(self, sql: str, params: tuple[object, ...]) -> bool:
         with self._lock:
@@ -166,10 +247,11 @@ class TimerStore:
         duration: float | None = None,
         created_at: float | None = None,
     ) -> TimerRow:
-        """Store a new pending timer or reminder and return it."""
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        """Store a new pending timer or reminder and return it; ``ValueError`` for values
+        no row may hold (a kind, a time or a label that reading it back would reject)."""
         created = time.time() if created_at is None else created_at
+        if problem := row_problem((0, kind, label, created, due_at, duration, "pending", None, None)):
+            raise ValueError(f"cannot store this {kind}: {problem}")
         with self._lock:
             cur = self._conn.execute(
                 "INSERT INTO timers (kind, label, created_at, due_at, duration) VALUES (?, ?, ?, ?, ?)",
@@ -183,16 +265,16 @@ class TimerStore:
 
     def get(self, timer_id: int) -> TimerRow | None:
         """The row with this id, in any state, or None."""
-        rows = self._rows(f"SELECT {_COLUMNS} FROM timers WHERE id = ?", (timer_id,))
+        rows = self._rows(f"SELECT {COLUMNS} FROM timers WHERE id = ?", (timer_id,))
         return rows[0] if rows else None
 
     def pending(self) -> list[TimerRow]:
         """Running rows (not paused), soonest first: what the timer service fires."""
-        return self._rows(f"SELECT {_COLUMNS} FROM timers WHERE state = 'pending' ORDER BY due_at, id")
+        return self._rows(f"SELECT {COLUMNS} FROM timers WHERE state = 'pending' ORDER BY due_at, id")
 
     def active(self) -> list[TimerRow]:
         """Running and paused rows, soonest first (paused ones by the time they have left)."""
-        sql = f"SELECT {_COLUMNS} FROM timers WHERE {_ACTIVE} ORDER BY due_at IS NULL, due_at, remaining, id"
+        sql = f"SELECT {COLUMNS} FROM timers WHERE {_ACTIVE} ORDER BY due_at IS NULL, due_at, remaining, id"
         return self._rows(sql)
 
     def list(self, state: str | None = None, limit: int = 1000) -> list[TimerRow]:
@@ -200,7 +282,7 @@ class TimerStore:
         if state is not None and state not in STATES:
             raise ValueError(f"state must be one of {STATES}, not {state!r}")
         where, params = ("WHERE state = ?", (state,)) if state else ("", ())
-        sql = f"SELECT {_COLUMNS} FROM timers {where} ORDER BY due_at, id LIMIT ?"
+        sql = f"SELECT {COLUMNS} FROM timers {where} ORDER BY due_at, id LIMIT ?"
         return self._rows(sql, (*params, limit))
 
     def cancel(self, timer_id: int) -> bool:

@@ -3,7 +3,8 @@
 A ``TimerFinished`` becomes a chime and its sentence ("Your pasta timer is done."),
 repeated every ``audio.alarm_repeat_s`` until dismissed — "stop", the wake word,
 ``iris stop`` — or ``audio.alarm_timeout_s`` passes; a desktop notification goes out
-too where a notification service runs. Timers missed while IRIS was off are said once.
+too where a notification service runs. Timers missed while IRIS was off are said once,
+and so is ``TimerStoreRecovered`` (the timer list was damaged and replaced).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from iris_voice.config import AudioConfig
-from iris_voice.events import Event, TimerFinished
+from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,13 @@ async def notify_desktop(title: str, body: str, timeout: float = 5.0) -> bool:
         return False
 
 
+def _notification(event: TimerFinished | TimerStoreRecovered) -> tuple[str, str]:
+    """The desktop notification's title and body; a recovery names the file it kept."""
+    if isinstance(event, TimerStoreRecovered):
+        return "IRIS timers", f"{event.message} Old list: {event.moved_to}"
+    return ("IRIS reminder" if event.kind == "reminder" else "IRIS timer"), event.message
+
+
 class AlarmAnnouncer:
     """Speaks ``TimerFinished`` events through ``announce`` (the pipeline's)."""
 
@@ -55,14 +63,14 @@ class AlarmAnnouncer:
         self._announce = announce
         self._chime = chime if cfg.chime else None
         self._notify = notify if cfg.notifications else None
-        self._queue: asyncio.Queue[TimerFinished] = asyncio.Queue(64)
+        self._queue: asyncio.Queue[TimerFinished | TimerStoreRecovered] = asyncio.Queue(64)
         self._dismissed = asyncio.Event()
         self.ringing: TimerFinished | None = None
         """The alarm being repeated now, if any."""
 
     def on_event(self, event: Event) -> None:
-        """EventBus subscriber: queue finished timers."""
-        if isinstance(event, TimerFinished):
+        """EventBus subscriber: queue finished timers (and a replaced timer list)."""
+        if isinstance(event, TimerFinished | TimerStoreRecovered):
             if self._queue.full():
                 self._queue.get_nowait()
             self._queue.put_nowait(event)
@@ -80,10 +88,12 @@ class AlarmAnnouncer:
             event = await self._queue.get()
             self._dismissed.clear()
             if self._notify is not None:
-                title = "IRIS reminder" if event.kind == "reminder" else "IRIS timer"
-                loop.create_task(self._notify(title, event.message), name="notify")
+                loop.create_task(self._notify(*_notification(event)), name="notify")
             try:
-                await self._ring(event)
+                if isinstance(event, TimerStoreRecovered):
+                    await self._announce(event.message, None)  # once, no chime: news, not an alarm
+                else:
+                    await self._ring(event)
             except Exception:  # a failing speaker must not stop later alarms
                 log.exception("announcing %s failed", event)
             finally:

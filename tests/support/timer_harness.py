@@ -16,16 +16,16 @@ T0 = datetime(2027, 1, 15, 15, 0, tzinfo=UTC).timestamp()  # a Friday, 3:00 PM U
 
 
 class Harness:
-    """A TimerService on a FakeClock with its events in a queue."""
+    """A TimerService on a FakeClock (from ``start``, in zone ``tz_name``) with its events in a queue."""
 
-    def __init__(self, tmp_path: Path, **kwargs: object) -> None:
-        self.clock = FakeClock(T0)
+    def __init__(self, tmp_path: Path, *, start: float = T0, tz_name: str = "UTC", **kwargs: object) -> None:
+        self.clock = FakeClock(start)
         self.store = TimerStore(tmp_path / "timers.db")
         self.bus = EventBus()
         self.events = self.bus.queue()
         # a resync far beyond every test's horizon: run() then always has a sleep to observe
         kwargs.setdefault("resync_seconds", IDLE)
-        self.service = TimerService(self.store, self.bus.publish, self.clock, tz_name="UTC", **kwargs)  # type: ignore[arg-type]
+        self.service = TimerService(self.store, self.bus.publish, self.clock, tz_name=tz_name, **kwargs)  # type: ignore[arg-type]
         self.task: asyncio.Task[None] | None = None
 
     async def start(self, idle: bool = True) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 
 from iris_voice.config import AudioConfig
-from iris_voice.events import TimerFinished
+from iris_voice.events import TimerFinished, TimerStoreRecovered
 from iris_voice.voice.alarms import AlarmAnnouncer
 
 
@@ -77,4 +77,18 @@ async def test_missed_timers_are_said_once_without_chime_when_disabled():
         ("While I was off, your tea timer went off.", False),
     ]
     assert rec.notes == []
+    task.cancel()
+
+
+async def test_a_replaced_timer_list_is_said_once_and_the_notification_names_the_old_file():
+    rec = Recorder()
+    alarms = _announcer(rec, alarm_repeat_s=0.05)
+    task = asyncio.create_task(alarms.run())
+    said = "My timer list was damaged, so I started a new one."
+    alarms.on_event(
+        TimerStoreRecovered("/s/timers.db", "/s/timers.db.corrupt-1", "file is not a database", said)
+    )
+    await asyncio.sleep(0.2)  # four repeat intervals: an alarm would have rung again by now
+    assert rec.said == [(said, False)]  # once, without the alarm chime
+    assert rec.notes == [("IRIS timers", f"{said} Old list: /s/timers.db.corrupt-1")]
     task.cancel()

@@ -78,11 +78,28 @@ def test_an_unwritable_timers_db_is_refused(tmp_path, capsys):
     assert code == 78 and lines and lines[0].startswith("tools.timers_db: "), lines
 
 
-def test_a_timers_db_that_is_not_a_database_is_refused(tmp_path, capsys):
+def test_a_timers_db_that_is_not_a_database_is_replaced_at_start_not_refused(tmp_path, capsys):
+    """Start-up moves such a file aside for a new one and says so (test_timer_damage.py), so
+    it is no configuration problem; check-config looks at it without touching it."""
     db = tmp_path / "timers.db"
     db.write_text("this is not SQLite\n")
     code, lines = check_config(tmp_path, capsys, f'[tools]\ntimers_db = "{db}"\n')
-    assert code == 78 and lines == [f"tools.timers_db: {db} is not a SQLite database"], lines
+    assert (code, lines) == (0, ["ok"])
+    assert db.read_text() == "this is not SQLite\n" and list(tmp_path.glob("timers.db?*")) == []
+    app = build_app(parse({"tools": {"timers_db": str(db)}}))
+    try:
+        (recovery,) = app.timers.store.take_recoveries()
+        assert Path(recovery.moved_to).read_text() == "this is not SQLite\n"
+        assert db.read_bytes().startswith(b"SQLite format 3\x00")
+    finally:
+        app.timers.store.close()
+
+
+def test_a_timers_db_that_is_a_folder_is_still_refused(tmp_path, capsys):
+    db = tmp_path / "timers.db"
+    db.mkdir()
+    code, lines = check_config(tmp_path, capsys, f'[tools]\ntimers_db = "{db}"\n')
+    assert code == 78 and lines == [f"tools.timers_db: {db} is not a file"], lines
 
 
 def test_the_shipped_config_passes(capsys):

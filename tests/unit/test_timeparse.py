@@ -4,11 +4,13 @@ a duration is spoken."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 import pytz
 
-from iris_voice.timers.parse import parse_duration, parse_when, speak_duration
+from iris_voice.timers import parse as timeparse
+from iris_voice.timers.parse import parse_duration, parse_when, speak_duration, speak_when
 
 # --- parsing -------------------------------------------------------------------------------------
 
@@ -129,6 +131,60 @@ def test_parse_when_respects_dst_with_pytz() -> None:
     later = parse_when("in 24 hours", before)
     assert later.timestamp() - before.timestamp() == 86400
     assert (later.hour, later.utcoffset()) == (21, timedelta(hours=2))
+
+
+# The 2026 changes: Berlin goes 02:00 CET -> 03:00 CEST on March 29 (01:00 UTC) and back
+# 03:00 CEST -> 02:00 CET on October 25 (01:00 UTC); New York 02:00 EST -> 03:00 EDT on
+# March 8 (07:00 UTC) and 02:00 EDT -> 01:00 EST on November 1 (06:00 UTC).
+DST_CASES = [
+    # the hour repeated: the first occurrence still to come
+    ("Europe/Berlin", (2026, 10, 25, 0, 10), "at 2:30", (2026, 10, 25, 0, 30), None),  # 02:10 CEST: 20 min
+    (
+        "Europe/Berlin",
+        (2026, 10, 25, 0, 40),
+        "at 2:30",
+        (2026, 10, 25, 1, 30),
+        None,
+    ),  # 02:40 CEST: the CET one
+    ("Europe/Berlin", (2026, 10, 25, 1, 10), "at 2:30", (2026, 10, 25, 1, 30), None),  # 02:10 CET: 20 min
+    ("Europe/Berlin", (2026, 10, 24, 20, 0), "tomorrow at 2:30", (2026, 10, 25, 0, 30), None),
+    ("America/New_York", (2026, 11, 1, 5, 10), "at 1:30", (2026, 11, 1, 5, 30), None),  # 01:10 EDT
+    ("America/New_York", (2026, 11, 1, 5, 40), "1:30 am", (2026, 11, 1, 6, 30), None),  # 01:40 EDT: EST
+    # the hour skipped: the time after the jump, and which time was asked for
+    ("Europe/Berlin", (2026, 3, 29, 0, 50), "at 2:30", (2026, 3, 29, 1, 30), (2, 30)),  # 01:50 CET -> 3:30
+    ("Europe/Berlin", (2026, 3, 28, 21, 0), "at 2:30", (2026, 3, 29, 1, 30), (2, 30)),  # Sat 22:00
+    ("Europe/Berlin", (2026, 3, 28, 9, 0), "tomorrow at 2:15 am", (2026, 3, 29, 1, 15), (2, 15)),
+    ("America/New_York", (2026, 3, 8, 6, 50), "at 2:30", (2026, 3, 8, 7, 30), (2, 30)),  # 01:50 EST -> 3:30
+    # the moments around a change are untouched
+    ("Europe/Berlin", (2026, 3, 29, 0, 50), "at 3:30", (2026, 3, 29, 1, 30), None),
+    ("Europe/Berlin", (2026, 3, 29, 0, 50), "in 30 minutes", (2026, 3, 29, 1, 20), None),
+]
+
+
+@pytest.mark.parametrize("library", [pytz.timezone, ZoneInfo], ids=["pytz", "zoneinfo"])
+@pytest.mark.parametrize(("zone", "now_utc", "text", "due_utc", "skipped"), DST_CASES)
+def test_parse_when_across_daylight_saving_changes(library, zone, now_utc, text, due_utc, skipped) -> None:
+    now = datetime(*now_utc, tzinfo=UTC).astimezone(library(zone))
+    moment = parse_when(text, now)
+    assert moment.timestamp() == datetime(*due_utc, tzinfo=UTC).timestamp()
+    real = datetime.fromtimestamp(moment.timestamp(), library(zone))
+    assert moment.replace(tzinfo=None) == real.replace(tzinfo=None)  # the clock it will show
+    skip = timeparse.resolve_when(text, now).skipped  # what the answer must own up to
+    assert (None if skip is None else (skip.hour, skip.minute)) == skipped
+
+
+@pytest.mark.parametrize("library", [pytz.timezone, ZoneInfo], ids=["pytz", "zoneinfo"])
+def test_speak_when_says_which_of_two_equal_clock_times(library) -> None:
+    berlin = library("Europe/Berlin")
+    first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC).astimezone(berlin)
+    second = datetime(2026, 10, 25, 1, 30, tzinfo=UTC).astimezone(berlin)
+    evening = datetime(2026, 10, 24, 20, 0, tzinfo=UTC).astimezone(berlin)
+    assert speak_when(first, evening) == "tomorrow at 2:30 AM, before the clocks go back"
+    assert speak_when(second, evening) == "tomorrow at 2:30 AM, after the clocks go back"
+    after_change = datetime(2026, 10, 25, 1, 10, tzinfo=UTC).astimezone(berlin)  # 02:10 CET
+    assert speak_when(second, after_change) == "at 2:30 AM, after the clocks went back"
+    three = datetime(2026, 10, 25, 2, 0, tzinfo=UTC).astimezone(berlin)  # 3:00 CET happens once
+    assert speak_when(three, evening) == "tomorrow at 3:00 AM"
 
 
 def test_parse_when_with_fixed_offset_zone() -> None:

@@ -20,10 +20,13 @@ from iris_voice.timers.parse import (
     parse_when,
     plural,
     resolve_tz,
+    resolve_when,
     speak_duration,
     speak_list,
+    speak_skipped,
     speak_when,
 )
+from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
@@ -44,6 +47,13 @@ def _clean_message(message: str) -> str:
     """Turn "to call mom." into "call mom": the confirmation says "to" itself."""
     text = " ".join(message.split()).rstrip(".!?")
     return re.sub(r"^(?:remind me to|remind me|to)\s+", "", text, flags=re.IGNORECASE)
+
+
+def _fits(text: str, what: str) -> str:
+    """``text`` when the store can keep it; a ``ToolError`` asking for fewer words otherwise."""
+    if len(text) > MAX_LABEL:
+        raise ToolError(f"That {what} is too long to keep ({len(text)} characters, at most {MAX_LABEL}).")
+    return text
 
 
 def _signed_seconds(duration: str) -> float:
@@ -88,7 +98,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             seconds = parse_duration(duration)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        name = _clean_label(label)
+        name = _fits(_clean_label(label), "timer name")
         await service.set_timer(seconds, name)
         return f"{cap(f'{name} timer' if name else 'timer')} set for {speak_duration(seconds)}."
 
@@ -150,15 +160,18 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         """Remind the user at a time."""
         now = datetime.fromtimestamp(service.clock.now(), tz)
         try:
-            moment = parse_when(when, now)
+            resolved = resolve_when(when, now)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        text = _clean_message(message)
+        text = _fits(_clean_message(message), "reminder")
         if not text:
             raise ToolError("Say what the reminder is for, e.g. message='call mom'.")
-        await service.set_reminder(moment.timestamp(), text)
+        await service.set_reminder(resolved.moment.timestamp(), text)
         what = text if text.lower().startswith("about ") else f"to {text}"
-        return f"I'll remind you {what} {speak_when(moment, now)}."
+        said = f"I'll remind you {what} {speak_when(resolved.moment, now)}."
+        if resolved.skipped is not None:  # never move a time without saying so
+            return f"{speak_skipped(resolved.skipped, now)}, so {said}"
+        return said
 
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
