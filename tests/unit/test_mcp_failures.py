@@ -18,7 +18,7 @@ from iris_voice.config import McpServerConfig
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, McpManager
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.render import FORMATS, render
-from tests.support.mcp_servers import FLAKY, PY, execute, flaky, running, time_server
+from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, running, time_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -240,7 +240,13 @@ def _free_port() -> int:
 async def test_streamable_http_server():
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        PY, FLAKY, "--http", str(port), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        PY,
+        FLAKY,
+        "--http",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, **FLAKY_ENV},
     )
     try:
         # Started before the HTTP server listens: the connection retries with backoff until it does.

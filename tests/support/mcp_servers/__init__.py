@@ -13,6 +13,10 @@ from iris_voice.tools.registry import ToolRegistry, ToolResult
 
 FLAKY = str(Path(__file__).parent / "flaky_server.py")
 PY = sys.executable
+ROOT = str(Path(__file__).parents[3])
+"""The repository root: the flaky server imports tests.support.hostile_mcp from there."""
+FLAKY_ENV = {"PYTHONPATH": ROOT}
+"""What the flaky server needs in its environment (a stdio server gets only a safe default)."""
 
 
 def time_server(mode: str = "lazy", category: str = "time", **extra: object) -> McpServerConfig:
@@ -31,9 +35,16 @@ def calculator(category: str = "utilities/math", mode: str = "lazy", **extra: ob
 def flaky(
     mode: str = "lazy", category: str = "test/flaky", name: str = "flaky", **extra: object
 ) -> McpServerConfig:
-    """The misbehaving test server of tests/mcp_servers (``args`` extends its command line)."""
+    """The misbehaving test server of tests/support/mcp_servers (``args`` extends its command line)."""
     args = [FLAKY, *extra.pop("args", [])]  # type: ignore[misc]
-    return McpServerConfig(name=name, category=category, command=PY, args=args, mode=mode, **extra)
+    env = {**FLAKY_ENV, **extra.pop("env", {})}  # type: ignore[dict-item]
+    return McpServerConfig(name=name, category=category, command=PY, args=args, mode=mode, env=env, **extra)
+
+
+def hostile(*kinds: str, mode: str = "eager", category: str = "evil", **extra: object) -> McpServerConfig:
+    """The flaky server with the hostile tool lists of ``kinds`` (names, schemas, many)."""
+    args = [a for kind in kinds for a in ("--hostile", kind)]
+    return flaky(mode=mode, category=category, name=category.replace("/", "-"), args=args, **extra)
 
 
 @contextlib.asynccontextmanager
