@@ -23,7 +23,7 @@ from mcp import types
 
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp.client import McpServerConnection
-from iris_voice.tools.mcp.schema import check_arguments, compact_input_schema
+from iris_voice.tools.mcp.schema import check_arguments_async, compact_input_schema
 from iris_voice.tools.registry import CALL_LEAD_IN, Tool, ToolSpec
 from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 
@@ -225,7 +225,7 @@ class LazyTools:
 async def call_checked(conn: McpServerConnection, tool: types.Tool, arguments: dict[str, Any]) -> str:
     """Coerce and validate ``arguments`` against the tool's schema, call it, return its text."""
     path = f"{conn.config.category}/{tool.name}"
-    args = check_arguments(path, arguments, tool.inputSchema)
+    args = await check_arguments_async(path, arguments, tool.inputSchema)
     outcome = await conn.call(tool.name, args)
     if not outcome.ok:
         raise ToolError(outcome.text.removeprefix("Error:").strip())

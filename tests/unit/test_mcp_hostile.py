@@ -1,0 +1,135 @@
+"""MCP servers that attack IRIS: runaway patterns, evil names, oversized schemas and answers.
+
+Every server here is the real FastMCP test server over stdio
+(tests/support/mcp_servers/flaky_server.py, ``--hostile KIND``); the payloads come
+from tests/support/hostile_mcp.py. Responsiveness is asserted with a ticker task whose
+largest gap between 10 ms sleeps must stay under a generous bound, never with exact times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from iris_voice.errors import ToolError
+from iris_voice.tools.mcp import patterns
+from iris_voice.tools.mcp.schema import MAX_ARGUMENT_CHARS, check_arguments
+from tests.support import hostile_mcp
+from tests.support.mcp_servers import execute, flaky, running
+
+pytestmark = pytest.mark.timeout(120)
+
+_STALL_BOUND_S = 1.0  # a voice turn notices a 1 s freeze; catastrophic backtracking is many seconds
+_LOG_BOUND = 2_000  # characters of one log record about something a server sent
+# num_ctx 4,096 tokens is about 16,000 characters for the system prompt, the tools and the
+# conversation: one server's eager definitions must leave most of it, a browse answer too.
+_EAGER_SERVER_CHARS = 10_000
+_BROWSE_CHARS = 4_000
+
+
+@dataclass
+class LoopWatch:
+    """The largest gap seen between a ticker's 10 ms sleeps, beyond the 10 ms themselves."""
+
+    worst: float = 0.0
+
+
+@contextlib.asynccontextmanager
+async def watched_loop() -> AsyncIterator[LoopWatch]:
+    """Run a ticker while the body runs; ``worst`` says how long the event loop was blocked."""
+    watch, done = LoopWatch(), asyncio.Event()
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            watch.worst = max(watch.worst, now - last - 0.01)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.05)
+    try:
+        yield watch
+    finally:
+        await asyncio.sleep(0.05)  # a stall at the very end shows too
+        done.set()
+        await ticker
+
+
+# --- 1. patterns ------------------------------------------------------------------------
+
+
+async def test_a_catastrophic_pattern_never_stalls_the_event_loop():
+    evil = hostile_mcp.catastrophic_argument(28)  # Python's re: several seconds, doubling per character
+    async with running(flaky(mode="eager"), flaky(category="test/lazy", name="lazy")) as (_, registry):
+        async with watched_loop() as watch:
+            eager = await registry.call("test/flaky/match", {"text": evil})
+            lazy = await execute(registry, "test/lazy/match", {"text": evil})
+        assert watch.worst < _STALL_BOUND_S, f"event loop blocked {watch.worst:.2f} s"
+        for res in (eager, lazy):
+            # Refused by a linear-time check, or (no safe engine) left for the server to judge.
+            assert res.result.endswith(f"matched {evil}") or "does not match" in res.result, res.result
+        fine = await registry.call("test/flaky/match", {"text": "aaaa"})
+        assert (fine.ok, fine.result) == (True, "matched aaaa")
+
+
+def _timed_check(schema, arguments):
+    """check_arguments' outcome (the args or the error text) and how long it took."""
+    t0 = time.perf_counter()
+    try:
+        out = check_arguments("t/x", arguments, schema)
+    except ToolError as exc:
+        out = exc.message
+    return out, time.perf_counter() - t0
+
+
+def test_patterns_are_checked_in_linear_time_with_re2():
+    pytest.importorskip("re2")
+    patterns.clear_cache()
+    evil = hostile_mcp.catastrophic_argument(1_000)  # Python's re: longer than the universe
+    out, took = _timed_check(hostile_mcp.pattern_schema(), {"text": evil})
+    assert (
+        out.startswith("invalid arguments for t/x: text: does not match the pattern '^(a+)+$'")
+        and took < _STALL_BOUND_S
+    )
+    assert _timed_check(hostile_mcp.pattern_schema(), {"text": "aaaa"})[0] == {"text": "aaaa"}
+    # A key matched by patternProperties, and additionalProperties judged through the same engine.
+    keyed = {
+        "type": "object",
+        "patternProperties": {hostile_mcp.CATASTROPHIC_PATTERN: {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    out, took = _timed_check(keyed, {evil: 1})
+    assert "unknown argument" in out and took < _STALL_BOUND_S
+    out, _ = _timed_check(keyed, {"aaa": "not a number"})
+    assert "is not of type 'integer'" in out
+
+
+def test_a_pattern_re2_cannot_run_is_left_to_the_server_with_one_log_line(caplog, monkeypatch):
+    caplog.set_level(logging.WARNING, logger="iris_voice.tools.mcp.patterns")
+    patterns.clear_cache()
+    lookahead = hostile_mcp.pattern_schema("^(?=a)(a+)+$")  # RE2 has no look-around
+    for _ in range(3):
+        out, took = _timed_check(lookahead, {"text": hostile_mcp.catastrophic_argument(28)})
+        assert out == {"text": hostile_mcp.catastrophic_argument(28)} and took < _STALL_BOUND_S
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 1 and "not checked" in logged[0], logged
+    # Without google-re2 installed, no pattern runs at all (never Python's re).
+    monkeypatch.setattr(patterns, "ENGINE", None)
+    patterns.clear_cache()
+    out, took = _timed_check(hostile_mcp.pattern_schema(), {"text": hostile_mcp.catastrophic_argument(28)})
+    assert isinstance(out, dict) and took < _STALL_BOUND_S
+    assert "google-re2 is not installed" in caplog.records[-1].getMessage()
+    patterns.clear_cache()
+
+
+def test_oversized_arguments_are_refused_before_any_check():
+    out, _ = _timed_check(hostile_mcp.pattern_schema(), {"text": "a" * (MAX_ARGUMENT_CHARS + 1)})
+    assert isinstance(out, str) and out.startswith("arguments for t/x are too long (")
