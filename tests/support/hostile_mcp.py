@@ -55,8 +55,10 @@ def huge_schema(properties: int = 40, description_chars: int = 1_000) -> dict[st
     return {"type": "object", "properties": props, "required": ["param_0"]}
 
 
-def bloated_tools(count: int = 30, schema_chars: int = 4_000) -> list[dict[str, Any]]:
-    """``count`` plausible tools, each with a schema of about ``schema_chars`` characters.
+def bloated_tools(
+    count: int = 30, schema_chars: int = 4_000, prefix: str = "bloated"
+) -> list[dict[str, Any]]:
+    """``count`` plausible tools, ``{prefix}_NN``, each with a schema of about ``schema_chars`` characters.
 
     30 tools of ~4,000 characters is about the 126,146 characters of eager definitions
     one real-looking server reached: far beyond a 4,096-token context.
@@ -65,12 +67,18 @@ def bloated_tools(count: int = 30, schema_chars: int = 4_000) -> list[dict[str, 
     props = max(1, schema_chars // (per_property + 40))
     return [
         {
-            "name": f"bloated_{i:02d}",
+            "name": f"{prefix}_{i:02d}",
             "description": f"Bloated tool number {i}. " + "It does many things. " * 20,
             "inputSchema": huge_schema(props, per_property),
         }
         for i in range(count)
     ]
+
+
+def bloated_server_tools() -> list[dict[str, Any]]:
+    """A server's worth of definitions (~130,000 characters): 40 tools small enough one by one
+    (~1,500-character schemas) but far too many together, and 4 with 20,000-character schemas."""
+    return bloated_tools(40, 1_500, "wordy") + bloated_tools(4, 20_000, "giant")
 
 
 def many_tools(count: int = 500) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def _hostile_tools(kind: str) -> list[McpTool]:
         schema = {"type": "object", "properties": {}}
         names = hostile_mcp.evil_tool_names()
         return [McpTool(name=n, description="evil", inputSchema=schema) for n in names]
-    made = hostile_mcp.bloated_tools() if kind == "schemas" else hostile_mcp.many_tools()
+    made = hostile_mcp.bloated_server_tools() if kind == "schemas" else hostile_mcp.many_tools()
     return [McpTool(**t) for t in made]
 
 
