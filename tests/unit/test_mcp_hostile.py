@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
 
+from iris_voice.cli.main import main
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp import patterns
+from iris_voice.tools.mcp.manager import BROWSE_TOOL
 from iris_voice.tools.mcp.schema import MAX_ARGUMENT_CHARS, check_arguments
+from iris_voice.tools.render import FORMATS, SYSTEM_TOOL_INSTRUCTIONS, render
 from tests.support import hostile_mcp
-from tests.support.mcp_servers import execute, flaky, running
+from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, hostile, running
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -133,3 +138,107 @@ def test_a_pattern_re2_cannot_run_is_left_to_the_server_with_one_log_line(caplog
 def test_oversized_arguments_are_refused_before_any_check():
     out, _ = _timed_check(hostile_mcp.pattern_schema(), {"text": "a" * (MAX_ARGUMENT_CHARS + 1)})
     assert isinstance(out, str) and out.startswith("arguments for t/x are too long (")
+
+
+# --- 2. names and sizes -----------------------------------------------------------------
+
+
+def _prompt_text(specs) -> str:
+    """The tools in every format, without IRIS's own call instructions (which name </tool_call>)."""
+    texts = []
+    for fmt in FORMATS:
+        out = render(specs, fmt)
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+        texts.append(text.replace(SYSTEM_TOOL_INSTRUCTIONS.get(fmt, "\0"), ""))
+    return "\n".join(texts)
+
+
+async def test_evil_tool_names_never_reach_the_prompt_and_are_listed_as_skipped(caplog):
+    caplog.set_level(logging.INFO, logger="iris_voice.tools.mcp")
+    async with running(hostile("names"), hostile("names", mode="lazy", category="evil/lazy")) as (
+        manager,
+        registry,
+    ):
+        names = registry.names()
+        assert "evil/echo" in names  # the sane tools of the same server are kept
+        mcp_names = [n for n in names if n.startswith("evil/")]
+        for name in mcp_names:
+            assert re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name.removeprefix("evil/")), name
+        prompt = _prompt_text(registry.specs())
+        for marker in (
+            "</tool_call>",
+            "<|im_end|>",
+            "etc/passwd",
+            "x" * 100,
+            "line\\nbreak",
+            "back\\\\slash",
+        ):
+            assert marker not in prompt, marker
+        browse = (await registry.call(BROWSE_TOOL, {"path": "evil/lazy"})).result
+        assert "evil/lazy/echo" in browse
+        for marker in ("</tool_call>", "<|im_end|>", "etc/passwd", "x" * 100, "\nbreak"):
+            assert marker not in browse, marker
+        # Each refused tool is one row of `iris tools list`, its name shown safely, with the reason.
+        skipped = [i for i in manager.listing() if i.description.startswith("(skipped:")]
+        evil_count = len(hostile_mcp.evil_tool_names())
+        badly_named = [i for i in skipped if i.server == "evil" and "not a usable tool name" in i.description]
+        assert len(badly_named) == evil_count
+        assert all("\n" not in i.path and len(i.path) < 120 for i in skipped)
+        # Logged once each, briefly; a fresh list (list_changed) does not log them again.
+        warned = [r for r in caplog.records if "skipped" in r.getMessage() and r.name.endswith("client")]
+        assert all(len(r.getMessage()) < _LOG_BOUND and "\n" not in r.getMessage() for r in warned)
+        before = len(warned)
+        added = await registry.call("evil/add_tool", {"name": "late_tool"})
+        assert added.ok, added.result
+        deadline = time.monotonic() + 10
+        while "evil/late_tool" not in registry and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert "evil/late_tool" in registry
+        warned = [r for r in caplog.records if "skipped" in r.getMessage() and r.name.endswith("client")]
+        assert len(warned) == before
+
+
+def test_iris_tools_list_shows_refused_tools_as_skipped(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    path = tmp_path / "iris.toml"
+    path.write_text(
+        '[[mcp.servers]]\nname = "evil"\ncategory = "evil"\nmode = "eager"\n'
+        f"command = {json.dumps(PY)}\nargs = {json.dumps([FLAKY, '--hostile', 'names'])}\n"
+        f"env = {{PYTHONPATH = {json.dumps(FLAKY_ENV['PYTHONPATH'])}}}\n"
+    )
+    assert main(["--config", str(path), "tools", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    skipped = [line for line in lines if "(skipped: not a usable tool name" in line]
+    assert len(skipped) == len(hostile_mcp.evil_tool_names()), lines
+    assert any(line.startswith("evil/echo ") for line in lines)
+    # Printed escaped and cut: a name cannot break a line or flood the terminal.
+    assert any(line.startswith('evil/"line\\nbreak"') for line in lines), lines
+    assert not any("x" * 100 in line for line in lines)
+
+
+async def test_eager_definitions_stay_within_the_prompt_budget():
+    async with running(hostile("schemas")) as (manager, registry):
+        specs = [s for s in registry.specs() if s.name.startswith("evil/")]
+        size = len(json.dumps(render(specs, "ollama"), ensure_ascii=False))
+        assert size <= _EAGER_SERVER_CHARS, size
+        assert "evil/echo" in registry.names()  # the server's own small tools came first and fit
+        refused = [
+            i for i in manager.listing() if i.server == "evil" and i.description.startswith("(skipped:")
+        ]
+        assert any("budget" in i.description for i in refused), refused[:3]
+        assert any("input schema takes" in i.description for i in refused), refused[:3]
+        for spec in specs:
+            assert len(json.dumps(spec.parameters)) <= 2_000 and len(spec.description) <= 300
+
+
+async def test_a_lazy_browse_answer_is_capped_and_says_how_many_more():
+    async with running(hostile("many", "schemas", mode="lazy")) as (manager, registry):
+        answer = (await registry.call(BROWSE_TOOL, {"path": "evil"})).result
+        assert len(answer) <= _BROWSE_CHARS, len(answer)
+        assert "evil/echo" in answer and "more tools" in answer
+        assert answer.splitlines()[-1].startswith("To run a tool, call:")
+        # The server's tools still run by their paths.
+        res = await execute(registry, "evil/repeat", {"text": "hi", "times": 2})
+        assert (res.ok, res.result) == (True, "hi hi")
+        conn = manager.server("evil")
+        assert len(conn.tools) <= 128 and any("more than" in why for why in conn.skipped.values())
