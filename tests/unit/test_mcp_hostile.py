@@ -13,6 +13,8 @@ import contextlib
 import json
 import logging
 import re
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,13 +22,15 @@ from dataclasses import dataclass
 import pytest
 
 from iris_voice.cli.main import main
+from iris_voice.config import McpServerConfig
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp import patterns
 from iris_voice.tools.mcp.manager import BROWSE_TOOL
+from iris_voice.tools.mcp.results import MAX_RESULT_CHARS
 from iris_voice.tools.mcp.schema import MAX_ARGUMENT_CHARS, check_arguments
 from iris_voice.tools.render import FORMATS, SYSTEM_TOOL_INSTRUCTIONS, render
 from tests.support import hostile_mcp
-from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, hostile, running
+from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, hostile, http_flaky, running
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -66,6 +70,12 @@ async def watched_loop() -> AsyncIterator[LoopWatch]:
         await asyncio.sleep(0.05)  # a stall at the very end shows too
         done.set()
         await ticker
+
+
+def _log_levels(caplog) -> None:
+    """IRIS's own records down to DEBUG, everyone's from INFO (the SDK logs whole messages at DEBUG)."""
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG, logger="iris_voice")
 
 
 # --- 1. patterns ------------------------------------------------------------------------
@@ -242,3 +252,60 @@ async def test_a_lazy_browse_answer_is_capped_and_says_how_many_more():
         assert (res.ok, res.result) == (True, "hi hi")
         conn = manager.server("evil")
         assert len(conn.tools) <= 128 and any("more than" in why for why in conn.skipped.values())
+
+
+# --- 3. results -------------------------------------------------------------------------
+
+
+async def test_a_huge_answer_reaches_the_model_cut_and_the_loop_stays_responsive():
+    async with running(flaky(timeout_s=30.0)) as (_, registry):
+        async with watched_loop() as watch:
+            res = await execute(registry, "test/flaky/huge", {"megabytes": 20})
+        assert watch.worst < _STALL_BOUND_S, f"event loop blocked {watch.worst:.2f} s"
+        assert len(res.result) <= MAX_RESULT_CHARS + 200, len(res.result)
+        again = await execute(registry, "test/flaky/echo", {"text": "still here"})
+        assert (again.ok, again.result) == (True, "still here")
+
+
+async def test_late_answers_and_huge_errors_are_logged_and_told_briefly(caplog):
+    _log_levels(caplog)
+    async with running(flaky(timeout_s=1.0)) as (_, registry):
+        late = await execute(registry, "test/flaky/huge", {"megabytes": 5, "delay": 1.5})
+        assert late.result == "Error: test/flaky/huge timed out after 1 s"
+        error = await execute(registry, "test/flaky/huge_error", {"megabytes": 5})
+        assert error.result.startswith("Error: ") and len(error.result) <= MAX_RESULT_CHARS + 200
+        await asyncio.sleep(3)  # the late answer arrives and is noticed
+        echo = await execute(registry, "test/flaky/echo", {"text": "after"})
+        assert (echo.ok, echo.result) == (True, "after")
+    longest = max(caplog.records, key=lambda r: len(r.getMessage()))
+    assert len(longest.getMessage()) < _LOG_BOUND, (longest.name, longest.getMessage()[:200])
+
+
+@pytest.mark.parametrize("answer", ["sse", "json"])
+async def test_a_huge_answer_over_http_fails_at_once_saying_why(answer, caplog):
+    _log_levels(caplog)
+    args = ["--json-response"] if answer == "json" else []
+    async with http_flaky(*args) as url:
+        web = McpServerConfig(name="web", category="web", url=url, timeout_s=30.0)
+        async with running(web) as (_, registry):
+            async with watched_loop() as watch:
+                res = await execute(registry, "web/huge", {"megabytes": 20})
+            assert res.result.startswith("Error: web/huge failed: the server's answer is too large"), (
+                res.result
+            )
+            assert watch.worst < _STALL_BOUND_S, f"event loop blocked {watch.worst:.2f} s"
+            again = await execute(registry, "web/echo", {"text": "still here"})
+            assert (again.ok, again.result) == (True, "still here")
+    longest = max(caplog.records, key=lambda r: len(r.getMessage()))
+    assert len(longest.getMessage()) < _LOG_BOUND, (longest.name, longest.getMessage()[:200])
+
+
+def test_a_20_mb_answer_costs_bounded_memory():
+    """ru_maxrss of a fresh process before and after one 20 MB answer (tests/support/mcp_rss.py)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.support.mcp_rss", "20"], capture_output=True, text=True, timeout=100
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.splitlines()[-1])
+    assert measured["peak_reset"], "the kernel would not reset the peak RSS: nothing measured"
+    assert measured["growth_mb"] < 40, f"a 20 MB answer grew the peak RSS by {measured['growth_mb']:.0f} MB"

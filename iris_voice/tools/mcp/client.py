@@ -17,20 +17,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession, McpError, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import ClientSession, McpError, types
 
 from iris_voice.config import McpServerConfig
 from iris_voice.tools.mcp.results import CallOutcome, describe_error, leaf_error, result_text
+from iris_voice.tools.mcp.transport import open_transport
 from iris_voice.tools.mcp.vetting import Vetted, vet_tools
 
 log = logging.getLogger(__name__)
@@ -281,28 +279,12 @@ class McpServerConnection:
             await self._wake.wait()
             self._wake.clear()
 
-    @contextlib.asynccontextmanager
-    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
-        """The SDK transport for this server's config: (read stream, write stream)."""
-        cfg = self.config
-        if cfg.url:
-            # The SDK's default HTTP client has timeouts (30 s connect, 300 s stream read);
-            # each call is bounded by timeout_s on top of that.
-            async with streamable_http_client(cfg.url) as streams:
-                yield streams[0], streams[1]
-        else:
-            params = StdioServerParameters(
-                command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd or None
-            )
-            async with stdio_client(params, errlog=self._errlog or sys.stderr) as (read, write):
-                yield read, write
-
     async def _serve_once(self) -> float | None:
         """One connection's life; returns (on stop) or raises ``_ConnectionLost`` with when it got ready."""
         self._closed = False
         self._lost = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(self._transport())
+            read, write = await stack.enter_async_context(open_transport(self.config, self._errlog))
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             send, receive = anyio.create_memory_object_stream[Any](0)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -68,3 +71,33 @@ async def running(
 async def execute(registry: ToolRegistry, tool_path: str, arguments: object = None) -> ToolResult:
     """Call the execute_tool meta-tool as the model would."""
     return await registry.call(EXECUTE_TOOL, {"tool_path": tool_path, "arguments": arguments})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def http_flaky(*args: str) -> AsyncIterator[str]:
+    """The flaky server on streamable HTTP (on 127.0.0.1, extra ``args``): yields its URL.
+
+    The URL is handed out before the server listens: IRIS's connection retries until it does.
+    """
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        PY,
+        FLAKY,
+        "--http",
+        str(port),
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, **FLAKY_ENV},
+    )
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)

@@ -14,7 +14,8 @@ small model's context), ``many`` (more tools than any prompt holds). They are li
 not callable.
 
 Run: ``python flaky_server.py`` (stdio) or ``python flaky_server.py --http PORT``
-(streamable HTTP at ``http://127.0.0.1:PORT/mcp``); ``--start-delay S`` sleeps before
+(streamable HTTP at ``http://127.0.0.1:PORT/mcp``, answering with SSE or, with
+``--json-response``, plain JSON); ``--start-delay S`` sleeps before
 serving, like a server that is slow to start. The repository root must be on
 ``PYTHONPATH`` (``tests.support.mcp_servers.flaky`` sets it).
 """
@@ -190,8 +191,10 @@ def main() -> None:
     parser.add_argument("--http", type=int, metavar="PORT")
     parser.add_argument("--start-delay", type=float, default=0.0, metavar="S")
     parser.add_argument("--hostile", action="append", default=[], choices=_HOSTILE_KINDS)
+    parser.add_argument("--json-response", action="store_true", help="HTTP: answer JSON, not SSE")
     args = parser.parse_args()
     server.hostile = tuple(args.hostile)
+    server.settings.json_response = args.json_response
     time.sleep(args.start_delay)
     if args.http:
         server.settings.port = args.http
