@@ -24,10 +24,9 @@ import pytest
 from iris_voice.cli.main import main
 from iris_voice.config import McpServerConfig
 from iris_voice.errors import ToolError
-from iris_voice.tools.mcp import patterns
 from iris_voice.tools.mcp.manager import BROWSE_TOOL
 from iris_voice.tools.mcp.results import MAX_RESULT_CHARS
-from iris_voice.tools.mcp.schema import MAX_ARGUMENT_CHARS, check_arguments
+from iris_voice.tools.mcp.schema import check_arguments
 from iris_voice.tools.render import FORMATS, SYSTEM_TOOL_INSTRUCTIONS, render
 from tests.support import hostile_mcp
 from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, hostile, http_flaky, running
@@ -107,6 +106,8 @@ def _timed_check(schema, arguments):
 
 def test_patterns_are_checked_in_linear_time_with_re2():
     pytest.importorskip("re2")
+    from iris_voice.tools.mcp import patterns
+
     patterns.clear_cache()
     evil = hostile_mcp.catastrophic_argument(1_000)  # Python's re: longer than the universe
     out, took = _timed_check(hostile_mcp.pattern_schema(), {"text": evil})
@@ -128,6 +129,8 @@ def test_patterns_are_checked_in_linear_time_with_re2():
 
 
 def test_a_pattern_re2_cannot_run_is_left_to_the_server_with_one_log_line(caplog, monkeypatch):
+    from iris_voice.tools.mcp import patterns
+
     caplog.set_level(logging.WARNING, logger="iris_voice.tools.mcp.patterns")
     patterns.clear_cache()
     lookahead = hostile_mcp.pattern_schema("^(?=a)(a+)+$")  # RE2 has no look-around
@@ -146,6 +149,8 @@ def test_a_pattern_re2_cannot_run_is_left_to_the_server_with_one_log_line(caplog
 
 
 def test_oversized_arguments_are_refused_before_any_check():
+    from iris_voice.tools.mcp.schema import MAX_ARGUMENT_CHARS
+
     out, _ = _timed_check(hostile_mcp.pattern_schema(), {"text": "a" * (MAX_ARGUMENT_CHARS + 1)})
     assert isinstance(out, str) and out.startswith("arguments for t/x are too long (")
 
@@ -298,6 +303,46 @@ async def test_a_huge_answer_over_http_fails_at_once_saying_why(answer, caplog):
             assert (again.ok, again.result) == (True, "still here")
     longest = max(caplog.records, key=lambda r: len(r.getMessage()))
     assert len(longest.getMessage()) < _LOG_BOUND, (longest.name, longest.getMessage()[:200])
+
+
+def test_a_line_reader_assembles_lines_across_chunks_and_never_an_oversized_one():
+    from iris_voice.tools.mcp.stdio import LineReader
+
+    reader = LineReader(limit=1_000)
+    small = b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'
+    assert reader.feed(small[:10]) == []
+    done = reader.feed(small[10:] + b"\n\n")  # and a blank line, which is no message
+    assert [m.message.root.id for m in done] == [1]
+    big_py = (
+        b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"' + b"x" * 5_000 + b'"}]}}\n'
+    )
+    big_ts = (
+        b'{"result":{"content":[{"type":"text","text":"' + b"y" * 5_000 + b'"}]},"jsonrpc":"2.0","id":"8"}\n'
+    )
+    request = (
+        b'{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{"x":"' + b"z" * 5_000 + b'"}}\n'
+    )
+    out = []
+    for stream in (big_py, big_ts, request):
+        for i in range(0, len(stream), 700):  # in pieces, as a pipe delivers them
+            out += reader.feed(stream[i : i + 700])
+    errors = [m.message.root for m in out[:2]]
+    assert [e.id for e in errors] == [7, "8"]
+    assert all(e.error.message.startswith("the server's answer is too large (") for e in errors)
+    assert isinstance(out[2], ValueError)  # a request, not an answer: nobody to tell but the log
+    assert reader._parts == [] and reader._size == 0
+
+
+def test_a_result_is_cut_block_by_block():
+    from mcp import types
+
+    from iris_voice.tools.mcp.results import result_text
+
+    exact = types.CallToolResult(content=[types.TextContent(type="text", text="a" * MAX_RESULT_CHARS)])
+    assert result_text(exact) == "a" * MAX_RESULT_CHARS
+    many = [types.TextContent(type="text", text="b" * 3_000) for _ in range(1_000)]
+    cut = result_text(types.CallToolResult(content=many))
+    assert len(cut) <= MAX_RESULT_CHARS and cut.endswith("(truncated)")
 
 
 def test_a_20_mb_answer_costs_bounded_memory():
