@@ -134,7 +134,8 @@ async def _tools(cfg: config_mod.Config, args: argparse.Namespace, arguments: An
                 for s in registry.specs()
             ]
             for info in mcp.listing() if mcp else []:
-                if info.mode == "lazy":  # eager ones are already in the registry
+                # Eager tools are in the registry already; skipped ones (either mode) are not.
+                if info.mode == "lazy" or info.path not in registry:
                     rows.append(
                         {
                             "name": info.path,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import time
 
 import pytest
@@ -18,7 +17,7 @@ from iris_voice.config import McpServerConfig
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, McpManager
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.render import FORMATS, render
-from tests.support.mcp_servers import FLAKY, PY, execute, flaky, running, time_server
+from tests.support.mcp_servers import execute, flaky, http_flaky, running, time_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -231,25 +230,12 @@ async def test_stop_ends_the_server_process():
     assert await _until(lambda: not _alive(pid), 5), f"MCP server process {pid} still running after stop()"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_streamable_http_server():
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        PY, FLAKY, "--http", str(port), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-    )
-    try:
+    async with http_flaky() as url:
         # Started before the HTTP server listens: the connection retries with backoff until it does.
-        url = McpServerConfig(name="web", category="web", url=f"http://127.0.0.1:{port}/mcp", timeout_s=2.0)
-        async with running(url) as (_, registry):
+        web = McpServerConfig(name="web", category="web", url=url, timeout_s=2.0)
+        async with running(web) as (_, registry):
             res = await execute(registry, "web/repeat", {"text": "hi", "times": "2"})
             assert (res.ok, res.result) == (True, "hi hi")
             slow = await execute(registry, "web/slow", {"seconds": 10})
             assert slow.result == "Error: web/slow timed out after 2 s"
-    finally:
-        proc.terminate()
-        await asyncio.wait_for(proc.wait(), 10)

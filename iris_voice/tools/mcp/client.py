@@ -17,21 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession, McpError, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import ClientSession, McpError, types
 
 from iris_voice.config import McpServerConfig
 from iris_voice.tools.mcp.results import CallOutcome, describe_error, leaf_error, result_text
-from iris_voice.tools.mcp.schema import schema_problem
+from iris_voice.tools.mcp.transport import open_transport
+from iris_voice.tools.mcp.vetting import Vetted, vet_tools
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +96,9 @@ class McpServerConnection:
         self._retry_at = 0.0
         self._tools: tuple[types.Tool, ...] = ()
         self.skipped: dict[str, str] = {}
-        """Tools left out of the last list because their input schema is malformed: name -> why."""
+        """Tools left out of the last list (``vetting``): printable name -> why."""
+        self.more_skipped = 0
+        """Tools left out beyond those named in ``skipped``."""
         self._listed = False
         self._session: ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
@@ -279,28 +279,12 @@ class McpServerConnection:
             await self._wake.wait()
             self._wake.clear()
 
-    @contextlib.asynccontextmanager
-    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
-        """The SDK transport for this server's config: (read stream, write stream)."""
-        cfg = self.config
-        if cfg.url:
-            # The SDK's default HTTP client has timeouts (30 s connect, 300 s stream read);
-            # each call is bounded by timeout_s on top of that.
-            async with streamable_http_client(cfg.url) as streams:
-                yield streams[0], streams[1]
-        else:
-            params = StdioServerParameters(
-                command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd or None
-            )
-            async with stdio_client(params, errlog=self._errlog or sys.stderr) as (read, write):
-                yield read, write
-
     async def _serve_once(self) -> float | None:
         """One connection's life; returns (on stop) or raises ``_ConnectionLost`` with when it got ready."""
         self._closed = False
         self._lost = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(self._transport())
+            read, write = await stack.enter_async_context(open_transport(self.config, self._errlog))
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             send, receive = anyio.create_memory_object_stream[Any](0)
@@ -314,7 +298,7 @@ class McpServerConnection:
             # and the SDK's cancel scopes must be left by the task that entered them.
             async with asyncio.timeout(self.config.startup_timeout_s):
                 await session.initialize()
-                self._set_tools(await self._list_tools(session))
+                self._set_tools(await self._vetted(await self._list_tools(session)))
             ready_at = time.monotonic()
             self._session, self.state, self.last_error = session, "ready", ""
             self._ready.set()
@@ -378,21 +362,23 @@ class McpServerConnection:
                 "MCP server %s: tools/list after list_changed failed (%s)", self.name, describe_error(exc)
             )
             return
-        self._set_tools(tools)
-        log.info("MCP server %s: tool list changed, now %d tools", self.name, len(tools))
+        self._set_tools(await self._vetted(tools))
+        log.info("MCP server %s: tool list changed, now %d tools", self.name, len(self._tools))
 
-    def _set_tools(self, tools: list[types.Tool]) -> None:
-        # A server may list a name twice; the model can address only one of them.
-        usable, skipped = [], {}
-        for tool in {t.name: t for t in tools}.values():
-            problem = schema_problem(tool.inputSchema)
-            if problem is None:
-                usable.append(tool)
-                continue
-            skipped[tool.name] = problem
-            if self.skipped.get(tool.name) != problem:  # once per list, not on every refresh
-                log.warning("MCP server %s: tool %s skipped: %s", self.name, tool.name, problem)
-        self._tools, self.skipped = tuple(usable), skipped
+    async def _vetted(self, tools: list[types.Tool]) -> Vetted:
+        """The list sorted by ``vetting``, in a worker thread: checking schemas takes time."""
+        return await asyncio.to_thread(
+            vet_tools, self.config.category, tools, eager=self.config.mode == "eager"
+        )
+
+    def _set_tools(self, vetted: Vetted) -> None:
+        for name, why in vetted.skipped.items():
+            if self.skipped.get(name) != why:  # once per list, not on every refresh
+                log.warning("MCP server %s: tool %s skipped: %s", self.name, name, why)
+        if vetted.more_skipped and vetted.more_skipped != self.more_skipped:
+            log.warning("MCP server %s: %d more tools skipped", self.name, vetted.more_skipped)
+        self._tools, self.skipped = tuple(vetted.usable), vetted.skipped
+        self.more_skipped = vetted.more_skipped
         self._listed = True
         for callback in list(self._listeners):
             try:

@@ -23,7 +23,8 @@ from mcp import types
 
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp.client import McpServerConnection
-from iris_voice.tools.mcp.schema import check_arguments, compact_input_schema
+from iris_voice.tools.mcp.schema import check_arguments_async
+from iris_voice.tools.mcp.vetting import tool_spec
 from iris_voice.tools.registry import CALL_LEAD_IN, Tool, ToolSpec
 from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 
@@ -33,18 +34,11 @@ BROWSE_TOOL = "get_tools_in_category"
 """Name of the meta-tool that browses lazy MCP categories."""
 EXECUTE_TOOL = "execute_tool"
 """Name of the meta-tool that runs a lazy MCP tool by its path."""
-_DESCRIPTION_CHARS = 300  # a tool's description as the model reads it: the first paragraph, cut here
 _MAX_PATHS = 30  # tool paths listed in an error; more would drown a small model
 _SUMMARY_CHARS = 80
-
-
-def tool_spec(category: str, tool: types.Tool) -> ToolSpec:
-    """An MCP tool as a model sees it: ``category/name``, first paragraph, compact schema."""
-    text = (tool.description or tool.title or "").strip().split("\n\n")[0]
-    text = " ".join(text.split())
-    if len(text) > _DESCRIPTION_CHARS:
-        text = text[: _DESCRIPTION_CHARS - 1].rstrip() + "…"
-    return ToolSpec(f"{category}/{tool.name}", text, compact_input_schema(tool.inputSchema))
+BROWSE_ANSWER_CHARS = 3_000
+"""Longest ``get_tools_in_category`` answer (~750 tokens of a 4,096-token context): the
+first tools in full, then names only, then how many more."""
 
 
 @dataclass
@@ -134,6 +128,35 @@ def _concise(specs: list[ToolSpec]) -> str:
     return text.removeprefix("Tools:\n").removesuffix("\n" + SYSTEM_TOOL_INSTRUCTIONS["concise"])
 
 
+def _listing(specs: list[ToolSpec], room: int) -> str:
+    """The tools in the ``concise`` style while they fit in ``room`` characters, then names, then a count.
+
+    A server may list a hundred tools; the model needs only enough to pick one, and a
+    name it read is enough for execute_tool (a wrong call is answered with the arguments).
+    """
+    full: list[str] = []
+    used = 0
+    for spec in specs:
+        block = _concise([spec])
+        if used + len(block) + 1 > room * 2 // 3:  # keep a third for the names of the rest
+            break
+        full.append(block)
+        used += len(block) + 1
+    rest = specs[len(full) :]
+    if not rest:
+        return "\n".join(full)
+    names: list[str] = []
+    for spec in rest:
+        if used + len(spec.name) + 2 > room - 60:  # room for the count at the end
+            break
+        names.append(spec.name)
+        used += len(spec.name) + 2
+    more = len(rest) - len(names)
+    tail = f"{len(rest)} more tools" + (f": {', '.join(names)}" if names else "")
+    tail += f" (and {more} not shown)" if names and more else ""
+    return "\n".join([*full, tail])
+
+
 class LazyTools:
     """The browse tree of the lazy servers and what the two meta-tools do."""
 
@@ -173,14 +196,14 @@ class LazyTools:
             else:
                 specs = [tool_spec(node.path, t) for t in tools]
                 lines.append(f"Tools in {node.path}:" if specs else f"No tools in {node.path}.")
-                if specs:
-                    lines.append(_concise(specs))
         if specs:
             # A small model copies this line; the copied call is recognized even as text.
-            lines.append(f"{CALL_LEAD_IN} {example_call(specs[0])}")
+            example = f"{CALL_LEAD_IN} {example_call(specs[0])}"
+            room = BROWSE_ANSWER_CHARS - sum(len(line) + 1 for line in lines) - len(example)
+            lines += [_listing(specs, room), example]
         else:
             lines.append(f"Next: call {BROWSE_TOOL} with one of these paths.")
-        return "\n".join(lines)
+        return "\n".join(lines)[:BROWSE_ANSWER_CHARS]
 
     def resolve(self, tool_path: str) -> tuple[McpServerConnection, str]:
         """The server and tool name of ``category/tool`` (forgiving case, slashes, a missing category)."""
@@ -225,7 +248,7 @@ class LazyTools:
 async def call_checked(conn: McpServerConnection, tool: types.Tool, arguments: dict[str, Any]) -> str:
     """Coerce and validate ``arguments`` against the tool's schema, call it, return its text."""
     path = f"{conn.config.category}/{tool.name}"
-    args = check_arguments(path, arguments, tool.inputSchema)
+    args = await check_arguments_async(path, arguments, tool.inputSchema)
     outcome = await conn.call(tool.name, args)
     if not outcome.ok:
         raise ToolError(outcome.text.removeprefix("Error:").strip())

@@ -29,14 +29,8 @@ from mcp import types
 
 from iris_voice.config import LlmConfig, McpConfig, McpServerConfig
 from iris_voice.tools.mcp.client import McpServerConnection
-from iris_voice.tools.mcp.lazy import (
-    BROWSE_TOOL,
-    EXECUTE_TOOL,
-    LazyTools,
-    call_checked,
-    meta_tools,
-    tool_spec,
-)
+from iris_voice.tools.mcp.lazy import BROWSE_TOOL, EXECUTE_TOOL, LazyTools, call_checked, meta_tools
+from iris_voice.tools.mcp.vetting import tool_spec
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -194,8 +188,11 @@ class McpManager:
             for tool in conn.tools:
                 spec = tool_spec(cfg.category, tool)
                 rows.append(McpToolInfo(spec.name, spec.description, cfg.mode, cfg.name, spec.parameters))
-            for name, why in conn.skipped.items():
+            for name, why in conn.skipped.items():  # names made printable by vetting
                 rows.append(McpToolInfo(f"{cfg.category}/{name}", f"(skipped: {why})", cfg.mode, cfg.name))
+            if conn.more_skipped:
+                why = f"(skipped: {conn.more_skipped} more tools)"
+                rows.append(McpToolInfo(f"{cfg.category}/…", why, cfg.mode, cfg.name))
             if not conn.listed:
                 rows.append(McpToolInfo(f"{cfg.category}/*", f"({conn.unavailable()})", cfg.mode, cfg.name))
         return rows

@@ -1,4 +1,9 @@
-"""What an MCP tool call gives back to the model: its text, or one line saying what failed."""
+"""What an MCP tool call gives back to the model: its text, or one line saying what failed.
+
+Everything here is bounded: a result is cut to ``MAX_RESULT_CHARS`` block by block, before
+the blocks are joined, and an error or anything else a server sent is told (to the model
+or the log) as at most a short line (``clip``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,17 @@ from mcp import McpError, types
 
 MAX_RESULT_CHARS = 4000
 """Longest tool result handed to the model; a small model's context is a few thousand tokens."""
+MAX_ERROR_CHARS = 300
+"""Longest description of an error (from a server, or about one) in a log line or for the model."""
+_TRUNCATED = " … (truncated)"
+
+
+def clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters; only its start is ever scanned."""
+    head = " ".join(text[: limit * 2].split())  # a 20 MB string is never split or copied whole
+    if len(head) > limit or len(text) > limit * 2:
+        return head[: limit - 1].rstrip() + f"… ({len(text):,} characters)"
+    return head
 
 
 @dataclass(frozen=True)
@@ -32,29 +48,44 @@ def describe_error(exc: BaseException) -> str:
     """A short, single-line description of an exception for logs and the model."""
     exc = leaf_error(exc)
     if isinstance(exc, McpError):
-        return exc.error.message
-    text = " ".join(str(exc).split())
+        return clip(exc.error.message)
+    text = clip(str(exc))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _block_text(block: object) -> str:
+    """One content block as text: text itself, media named."""
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.EmbeddedResource):
+        res = block.resource
+        return res.text if isinstance(res, types.TextResourceContents) else f"[binary resource {res.uri}]"
+    if isinstance(block, types.ResourceLink):
+        return f"[resource {block.uri}]"
+    return f"[{getattr(block, 'type', 'content')} omitted]"
+
+
 def result_text(result: types.CallToolResult) -> str:
-    """The text a model should read from a tool result; media are named, not inlined."""
+    """The text a model should read from a tool result, at most ``MAX_RESULT_CHARS``; media are named.
+
+    Each block is cut to what is left of the cap before it is kept: a 20 MB answer is
+    never copied, joined or stripped whole.
+    """
     parts: list[str] = []
+    used, cut = 0, False
     for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.EmbeddedResource):
-            res = block.resource
-            parts.append(
-                res.text if isinstance(res, types.TextResourceContents) else f"[binary resource {res.uri}]"
-            )
-        elif isinstance(block, types.ResourceLink):
-            parts.append(f"[resource {block.uri}]")
-        else:
-            parts.append(f"[{getattr(block, 'type', 'content')} omitted]")
+        room = MAX_RESULT_CHARS + 1 - used  # one more than fits, so that the cut shows
+        if room <= 0:
+            cut = True
+            break
+        text = _block_text(block)
+        if len(text) > room:
+            text, cut = text[:room], True
+        parts.append(text)
+        used += len(text) + 1
     if not parts and result.structuredContent is not None:
         parts.append(json.dumps(result.structuredContent, ensure_ascii=False, default=str))
     text = "\n".join(parts).strip() or "(no output)"
-    if len(text) > MAX_RESULT_CHARS:
-        text = text[: MAX_RESULT_CHARS - 14].rstrip() + " … (truncated)"
+    if cut or len(text) > MAX_RESULT_CHARS:
+        text = text[: MAX_RESULT_CHARS - len(_TRUNCATED)].rstrip() + _TRUNCATED
     return text

@@ -6,10 +6,16 @@ small model writes numbers as strings, so ``"12"`` becomes ``12`` where the sche
 for a number, as it does for native tools. Servers write odd schemas: one that is not
 valid JSON Schema (``schema_problem``) keeps its tool away from the model, and nothing
 here raises on garbage.
+
+A schema's regular expressions are matched with RE2, in linear time (``patterns``), and
+the arguments checked are bounded (``MAX_ARGUMENT_CHARS``): validation cannot run away,
+and callers run it in a worker thread (``check_arguments_async``) so that even a big
+schema never holds up the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import json
@@ -23,6 +29,7 @@ from jsonschema.exceptions import ValidationError, relevance
 from referencing import Registry
 
 from iris_voice.errors import ToolError
+from iris_voice.tools.mcp import patterns
 from iris_voice.tools.registry import compact_schema
 from iris_voice.tools.render import schema_type_label
 
@@ -31,6 +38,9 @@ log = logging.getLogger(__name__)
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 _INT = re.compile(r"[+-]?\d+")
 _MAX_ERRORS = 3
+MAX_ARGUMENT_CHARS = 32_768
+"""Longest arguments (as JSON) IRIS checks and sends: the model's whole context is ~16,000
+characters, so anything longer did not come from a sensible call."""
 
 
 def schema_problem(schema: Any) -> str | None:
@@ -126,6 +136,9 @@ def _validator(schema_json: str) -> Draft202012Validator | None:
     if schema_problem(schema) is not None:
         return None  # such tools are not offered; should one slip through, the server judges
     cls = validators.validator_for(schema, default=Draft202012Validator)
+    # jsonschema matches patterns with Python's re, which can backtrack for seconds: RE2 instead.
+    safe = patterns.keywords(cls.VALIDATORS, "patternProperties" in schema_json)
+    cls = validators.extend(cls, safe)
     # An empty registry: a remote $ref must never be fetched (IRIS is offline and private).
     return cls(schema, registry=Registry())
 
@@ -163,6 +176,14 @@ def check_arguments(tool_path: str, arguments: dict[str, Any], schema: Any) -> d
     """Coerce and validate ``arguments``; raise ``ToolError`` naming each bad argument."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool_path} must be a JSON object")
+    try:
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str))
+    except (ValueError, RecursionError):  # a cycle, or nesting deeper than any call needs
+        raise ToolError(f"arguments for {tool_path} cannot be read as JSON") from None
+    if size > MAX_ARGUMENT_CHARS:
+        raise ToolError(
+            f"arguments for {tool_path} are too long ({size} characters; at most {MAX_ARGUMENT_CHARS})"
+        )
     args = coerce_arguments(arguments, schema)
     try:
         validator = _validator(json.dumps(schema, sort_keys=True, default=str))
@@ -177,3 +198,8 @@ def check_arguments(tool_path: str, arguments: dict[str, Any], schema: Any) -> d
             f"invalid arguments for {tool_path}: " + "; ".join(lines) + (f". {usage}" if usage else "")
         )
     return args
+
+
+async def check_arguments_async(tool_path: str, arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """``check_arguments`` in a worker thread: a large schema or argument never blocks the loop."""
+    return await asyncio.to_thread(check_arguments, tool_path, arguments, schema)
