@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
     from iris_voice.app.daemon import Daemon
+    from iris_voice.app.runtime import runtime_dir
+
+    runtime_dir()  # refuse an unsafe runtime directory before loading any model
 
     async def main() -> int:
         return await Daemon(cfg).run()
