@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.app import runtime
+from iris_voice.app import control, runtime
 from iris_voice.app.runtime import InstanceLock, runtime_dir
 from iris_voice.cli.main import main
 from iris_voice.errors import Code, IrisError, exit_code
@@ -121,6 +121,14 @@ def test_wider_modes_of_our_own_directories_are_tightened(session, caplog):
     path = runtime_dir()
     assert mode(session) == 0o700 and mode(path) == 0o700
     assert "tightened to 0700" in caplog.text
+
+
+def test_something_else_at_the_socket_path_is_not_deleted(session):
+    """Binding the control socket replaces a stale socket of ours, never another file."""
+    path = runtime_dir() / "control.sock"
+    path.write_text("not a socket\n")
+    refused(lambda: control.bind_private(path))
+    assert path.read_text() == "not a socket\n"
 
 
 @pytest.fixture
