@@ -6,7 +6,9 @@ checks the peer's uid (only the same user, or root). One JSON object per line ea
 
 Both ends bound what the other may do: the server reads request lines up to 1 MiB,
 nested at most ``wire.MAX_DEPTH`` deep, closes a client that stays silent for
-``IDLE_TIMEOUT_S`` and serves at most ``MAX_CLIENTS`` at once.
+``IDLE_TIMEOUT_S`` and serves at most ``MAX_CLIENTS`` at once; the client reads one
+reply of at most ``MAX_REPLY`` within its timeout and checks that the daemon is its own
+user's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import os
 import socket
 import stat
 import struct
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,8 @@ log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 MAX_LINE = 1 << 20
 """Longest request line (1 MiB); a longer one is answered with an error and the connection closed."""
+MAX_REPLY = 4 << 20
+"""Longest reply line the client reads (4 MiB; a status with its turns is a few KiB)."""
 IDLE_TIMEOUT_S = 30.0
 """Seconds a client may take to send a request line (and to read a reply) before it is closed.
 The CLI sends its request at once; a command that takes long (``ask``) runs after the line."""
@@ -202,30 +207,83 @@ class ControlServer:
 def request(cmd: str, timeout: float = 10.0, path: Path | None = None, **fields: Any) -> dict[str, Any]:
     """Send one command to the running daemon and return its answer (blocking; for the CLI).
 
-    Raises ``IrisError('daemon-not-running')`` when no daemon listens.
+    The whole exchange takes at most ``timeout`` seconds and reads at most ``MAX_REPLY``
+    bytes. Raises ``IrisError``: ``daemon-not-running`` when no daemon listens,
+    ``daemon-timeout``, ``daemon-error`` when the connection fails or closes without an
+    answer, ``daemon-bad-reply`` when the answer is not one JSON object with ``ok``, and
+    ``runtime-unsafe`` when the socket is served by another user.
     """
     path = path or socket_path()
+    deadline = time.monotonic() + timeout
+    late = IrisError(Code.DAEMON_TIMEOUT, f"IRIS did not answer {cmd!r} within {timeout:.0f} s")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         try:
             s.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
             raise IrisError(Code.DAEMON_NOT_RUNNING, f"IRIS is not running (no daemon at {path})") from None
-        s.sendall(json.dumps({"cmd": cmd, **fields}).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            try:
-                part = s.recv(65536)
-            except TimeoutError:
-                raise IrisError(
-                    Code.DAEMON_TIMEOUT, f"IRIS did not answer {cmd!r} within {timeout:.0f} s"
-                ) from None
-            if not part:
-                break
-            buf += part
-    if not buf:
-        raise IrisError(Code.DAEMON_ERROR, "IRIS closed the control connection without an answer")
-    return json.loads(buf)
+        except TimeoutError:
+            raise late from None
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise IrisError(Code.DAEMON_ERROR, f"cannot reach IRIS at {path}: {why}") from None
+        uid = peer_uid(s)
+        if uid not in (os.getuid(), 0):  # a socket someone else planted: tell it nothing
+            raise unsafe(path, f"it is served by uid {uid}, not by you")
+        try:
+            s.sendall(json.dumps({"cmd": cmd, **fields}).encode() + b"\n")
+            line = _read_line(s, deadline)
+            if not line:
+                raise IrisError(Code.DAEMON_ERROR, "IRIS closed the control connection without an answer")
+            answer = wire.loads_object(line)
+            if not isinstance(answer.get("ok"), bool):
+                raise ValueError('it has no "ok"')
+        except TimeoutError:
+            raise late from None
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise IrisError(Code.DAEMON_ERROR, f"the control connection failed: {why}") from None
+        except ValueError as exc:
+            raise IrisError(
+                Code.DAEMON_BAD_REPLY,
+                f"the answer to {cmd!r} from {path} is not a control reply ({wire.one_line(exc, 120)}); "
+                "is something other than IRIS listening there?",
+            ) from None
+    return answer
+
+
+@contextlib.contextmanager
+def reply_fields(cmd: str) -> Iterator[None]:
+    """Around code that reads a reply's fields: a missing key or a wrong type becomes one
+    ``IrisError('daemon-bad-reply')`` instead of a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        what = f"{type(exc).__name__}: {wire.one_line(exc, 80)}"
+        message = f"IRIS's answer to {cmd!r} lacks what it should hold ({what})"
+        raise IrisError(Code.DAEMON_BAD_REPLY, message) from None
+
+
+def _read_line(s: socket.socket, deadline: float) -> bytes:
+    """The first line the daemon sends (without its newline), read before ``deadline``.
+
+    Raises ``TimeoutError`` at the deadline, ``ValueError`` past ``MAX_REPLY`` bytes.
+    """
+    buf = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        s.settimeout(left)
+        part = s.recv(65536)
+        if not part:
+            return bytes(buf)  # closed: what came is the answer (or nothing)
+        end = part.find(b"\n")
+        buf += part if end < 0 else part[:end]
+        if len(buf) > MAX_REPLY:
+            raise ValueError(f"longer than {MAX_REPLY >> 20} MiB")
+        if end >= 0:
+            return bytes(buf)
 
 
 def daemon_running(path: Path | None = None) -> bool:

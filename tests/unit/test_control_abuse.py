@@ -1,7 +1,9 @@
-"""The control socket under attack: deep JSON, silent and surplus connections.
+"""The control socket and its client under attack: deep JSON, silent and surplus
+connections, and daemons that answer garbage.
 
-A real ``ControlServer`` runs on a temporary socket. The hostile inputs come from
-``tests/support/hostile_local.py``.
+The server side runs a real ``ControlServer`` on a temporary socket; the client side runs
+``iris`` (``main([...])``) against a fake daemon in a thread. The hostile inputs come
+from ``tests/support/hostile_local.py``.
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ import time
 
 import pytest
 
-from iris_voice.app.control import ControlServer
+from iris_voice.app.control import ControlServer, request
 from iris_voice.app.runtime import runtime_dir
+from iris_voice.cli.main import main
+from iris_voice.errors import Code, IrisError
 from tests.support.hostile_local import (
+    ENDLESS,
+    GARBAGE_REPLIES,
+    deep_json,
     deep_request,
+    fake_daemon,
     open_idle_connections,
     read_umask,
     unclosed_json,
@@ -176,3 +184,40 @@ async def test_a_line_over_one_mebibyte_is_answered_then_closed(server, sock_pat
     answer = await asyncio.wait_for(reader.readline(), 5)
     assert answer.startswith(b'{"ok": false, "error": "bad request: longer than')
     writer.close()
+
+
+# --- the client: the CLI against a daemon that answers garbage ---------------------------
+
+
+@pytest.mark.parametrize("name", [*GARBAGE_REPLIES, "endless"])
+def test_the_cli_turns_a_garbage_reply_into_one_line_and_exit_76(name, sock_path, capsys):
+    reply = ENDLESS if name == "endless" else GARBAGE_REPLIES[name]
+    with fake_daemon(sock_path, reply):
+        start = time.monotonic()
+        assert main(["listen"]) == 76
+        assert time.monotonic() - start < 9  # the endless line is cut at 4 MiB, not at the timeout
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("iris: the answer to 'listen' from "), err
+    assert "Traceback" not in err[0] and "\x1b" not in err[0]
+
+
+def test_the_cli_turns_a_reply_without_its_fields_into_one_line(sock_path, capsys):
+    with fake_daemon(sock_path, b'{"ok": true, "state": "idle"}\n'):
+        assert main(["status"]) == 76
+        assert main(["timers"]) == 76
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("iris: IRIS's answer to '") for line in err), err
+
+
+def test_the_client_gives_up_at_its_deadline_on_a_trickle(sock_path):
+    """One byte every 50 ms never finishes a line: the timeout covers the whole reply."""
+    with fake_daemon(sock_path, b"x" * 200 + b"\n", trickle_s=0.05), pytest.raises(IrisError) as err:
+        request("listen", timeout=0.5, path=sock_path)
+    assert err.value.code == Code.DAEMON_TIMEOUT
+
+
+def test_tools_call_with_deep_arguments_is_one_line_and_exit_2(capsys):
+    assert main(["tools", "call", "calculator", deep_json(30_000, "object")]) == 2
+    assert main(["tools", "call", "calculator", unclosed_json(30_000)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["iris tools call: arguments are not valid JSON: nested more than 32 levels deep"] * 2
