@@ -17,15 +17,16 @@ MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted; a control request needs two levels."""
 
 LARGE = 64 << 10
-"""Bytes above which a caller on the event loop should decode in a thread: checking a
-hostile megabyte (many thousand nested containers) takes a tenth of a second."""
+"""Bytes above which a caller on the event loop should decode in a thread: parsing and
+checking a hostile megabyte (hundreds of thousands of containers) takes a few hundred
+milliseconds on a busy two-core machine."""
 
 
 def nesting_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     """True when the lists and dicts in a decoded JSON ``value`` nest more than ``limit`` deep.
 
     Walks one level at a time (no recursion, so any depth is safe; a level as one list
-    keeps a hostile megabyte of containers to a few tens of milliseconds) and stops at the
+    keeps a hostile megabyte of containers to about a tenth of a second) and stops at the
     first level past the limit.
     """
     level = [value] if isinstance(value, (list, dict)) else []
