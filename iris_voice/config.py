@@ -383,12 +383,18 @@ def parse(data: dict[str, Any], source: str = "") -> Config:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Read one TOML file; syntax errors become ConfigError with the file and line."""
+    """Read one TOML file; syntax errors, text that is not UTF-8 and nesting too deep for the
+    parser (it recurses once per level) become a ConfigError naming the file."""
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{path}: TOML syntax error: {exc}"], str(path)) from None
+    except UnicodeDecodeError as exc:  # tomllib decodes the whole file before parsing
+        bad = f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); TOML must be UTF-8"
+        raise ConfigError([bad], str(path)) from None
+    except RecursionError:
+        raise ConfigError([f"{path}: arrays or tables nested too deeply to read"], str(path)) from None
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"], str(path)) from None
 

@@ -32,6 +32,8 @@ class Code(StrEnum):
     DAEMON_NOT_RUNNING = "daemon-not-running"
     DAEMON_TIMEOUT = "daemon-timeout"
     DAEMON_ERROR = "daemon-error"
+    DAEMON_BAD_REPLY = "daemon-bad-reply"
+    RUNTIME_UNSAFE = "runtime-unsafe"
     MUTED = "muted"
     BAD_REQUEST = "bad-request"
     TIMER_NOT_FOUND = "timer-not-found"
@@ -50,14 +52,21 @@ EXIT_UNAVAILABLE = 69
 """EX_UNAVAILABLE: the language-model server is unreachable or failed."""
 EXIT_ALREADY_RUNNING = 75
 """EX_TEMPFAIL: IRIS already runs for this user (the systemd units do not restart on it)."""
+EXIT_PROTOCOL = 76
+"""EX_PROTOCOL: what answered on the control socket does not speak its protocol."""
 EXIT_CONFIG = 78
-"""EX_CONFIG: the configuration is invalid or a model file is missing."""
+"""EX_CONFIG: the configuration is invalid, a model file is missing, or the runtime directory
+is unsafe. A set-up problem that only a person can fix: the systemd units do not restart on it
+(a refused runtime directory is 78 rather than 77 EX_NOPERM for that reason: restarting every
+few seconds would only repeat the refusal in the journal)."""
 
 _EXIT_CODES = {
     Code.CONFIG_INVALID: EXIT_CONFIG,
     Code.MODEL_MISSING: EXIT_CONFIG,
     Code.MODEL_INVALID: EXIT_CONFIG,
+    Code.RUNTIME_UNSAFE: EXIT_CONFIG,
     Code.ALREADY_RUNNING: EXIT_ALREADY_RUNNING,
+    Code.DAEMON_BAD_REPLY: EXIT_PROTOCOL,
     Code.DAEMON_NOT_RUNNING: EXIT_NO_DAEMON,
     **dict.fromkeys(LLM_CODES, EXIT_UNAVAILABLE),
 }

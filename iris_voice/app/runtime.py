@@ -3,14 +3,23 @@
 Everything lives under ``$XDG_RUNTIME_DIR/iris`` (``/run/user/UID/iris``): the control
 socket and the lock. The lock keeps two daemons from running for one user — the user
 unit and the system template may both be enabled by mistake.
+
+Without a session (``sudo -u``, cron, a shell that logind did not start) the fallback is
+``/tmp/iris-UID/iris``. ``/tmp`` is shared with every user, and its names are easy to
+guess, so no directory on the way is trusted until it is checked: ours, a real directory
+(not a symlink), mode 0700. A wider mode on our own directory is tightened; anything
+else is refused (``Code.RUNTIME_UNSAFE``, exit 78) rather than used.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import logging
 import os
 import socket
+import stat
 from pathlib import Path
 
 from iris_voice.errors import Code, IrisError
@@ -20,13 +29,77 @@ log = logging.getLogger(__name__)
 EXIT_ALREADY_RUNNING = 75
 """Exit code of a second daemon for the same user (EX_TEMPFAIL; units don't restart on it)."""
 
+FALLBACK_TMP = Path("/tmp")
+"""Where the runtime directory goes without ``$XDG_RUNTIME_DIR`` (a variable for the tests)."""
+
+
+def unsafe(path: Path | str, why: str) -> IrisError:
+    """The one-line refusal of a runtime path: which path, why, and what fixes it."""
+    uid = os.geteuid()
+    fix = (
+        f"remove it (it may need root) or set XDG_RUNTIME_DIR to a directory of your own "
+        f"with mode 0700 (a login session has /run/user/{uid})"
+    )
+    return IrisError(Code.RUNTIME_UNSAFE, f"refusing to use {path}: {why}; {fix}")
+
+
+def _describe(path: Path, what: str = "a directory") -> str:
+    """Why ``path`` could not be opened as ``what`` (it was a symlink, or something else)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISLNK(st.st_mode):
+        return f"it is a symbolic link (to {os.readlink(path)}), not {what}"
+    return f"it is not {what}"
+
+
+def private_dir(path: Path, follow: bool = False) -> Path:
+    """Create ``path`` (mode 0700) unless it exists, then make sure only we can use it.
+
+    It must be a directory owned by our effective uid; with ``follow`` False it must not
+    be a symlink either. A wider mode on our own directory is tightened to 0700 (with a
+    warning). The checks run on an open descriptor, so the directory cannot be swapped
+    between the check and the chmod. Raises ``IrisError(Code.RUNTIME_UNSAFE)``.
+    """
+    with contextlib.suppress(OSError):  # already there, or not possible: the open below says which
+        os.mkdir(path, 0o700)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+            raise unsafe(path, _describe(path)) from None
+        raise unsafe(path, exc.strerror or str(exc)) from None
+    try:
+        st = os.fstat(fd)
+        me = os.geteuid()
+        if st.st_uid != me:
+            raise unsafe(path, f"it belongs to uid {st.st_uid}, not to you (uid {me})")
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o077:
+            log.warning("%s had mode %04o, which lets others in: tightened to 0700", path, mode)
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    return path
+
 
 def runtime_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/iris``, created 0700; falls back to /tmp/iris-UID without a session."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/iris-{os.getuid()}"
-    path = Path(base) / "iris"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    """``$XDG_RUNTIME_DIR/iris``, checked private (see ``private_dir``); /tmp/iris-UID/iris without one.
+
+    ``$XDG_RUNTIME_DIR`` itself must be ours and 0700, as the XDG spec requires; it may be
+    a symlink (the session chose it), the directories IRIS makes below it may not.
+    """
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        base = Path(xdg)
+        with contextlib.suppress(OSError):  # an absent one is made, as before; checked below
+            base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(base, follow=True)
+    else:
+        base = private_dir(FALLBACK_TMP / f"iris-{os.getuid()}")
+    return private_dir(base / "iris")
 
 
 def socket_path() -> Path:
@@ -38,7 +111,9 @@ class InstanceLock:
     """An exclusive ``flock`` on ``$XDG_RUNTIME_DIR/iris/lock``, held for the daemon's life.
 
     The kernel drops it when the process dies, even on SIGKILL, so a crash never leaves
-    a stale lock behind.
+    a stale lock behind. The file is opened without following a symlink and is only
+    written when it is our own regular file: a planted link never gets another file
+    truncated.
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -46,9 +121,21 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise ``IrisError('already-running')`` naming the holder's pid."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        """Take the lock or raise ``IrisError('already-running')`` naming the holder's pid.
+
+        Raises ``IrisError('runtime-unsafe')`` when the lock path is a symlink or a file
+        that is not ours.
+        """
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            why = _describe(self.path, "a lock file") if exc.errno == errno.ELOOP else exc.strerror
+            raise unsafe(self.path, why or str(exc)) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+                raise unsafe(self.path, "it is not a lock file of yours (another owner, type or a hard link)")
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
@@ -57,6 +144,9 @@ class InstanceLock:
                 Code.ALREADY_RUNNING,
                 f"IRIS is already running for this user (pid {holder}, lock {self.path})",
             ) from None
+        except BaseException:
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd

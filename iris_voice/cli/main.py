@@ -2,7 +2,9 @@
 
 Exit codes: 0 ok; 1 a tool or check failed; 2 bad usage; 3 the daemon is not running;
 69 the LLM server is unavailable (EX_UNAVAILABLE); 75 IRIS already runs for this user
-(EX_TEMPFAIL); 78 the configuration is invalid (EX_CONFIG).
+(EX_TEMPFAIL); 76 what answers on the control socket does not speak its protocol
+(EX_PROTOCOL); 78 the configuration is invalid or the runtime directory is unsafe
+(EX_CONFIG).
 """
 
 from __future__ import annotations
@@ -109,15 +111,17 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     """``iris tools list|schema|call``."""
+    from iris_voice.app.wire import loads
+
     arguments: Any = None
     if args.tools_command == "call":
         try:
-            arguments = json.loads(args.arguments)
-        except json.JSONDecodeError as exc:
-            print(json.dumps({"ok": False, "error": f"arguments are not valid JSON: {exc.msg}"}))
+            arguments = loads(args.arguments)  # depth-bounded: 30,000 "[" is no traceback
+        except ValueError as exc:
+            print(f"iris tools call: arguments are not valid JSON: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if not isinstance(arguments, dict):
-            print(json.dumps({"ok": False, "error": "arguments must be a JSON object"}))
+            print("iris tools call: arguments must be a JSON object", file=sys.stderr)
             return EXIT_USAGE
     return asyncio.run(_tools(_load(args), args, arguments))
 
@@ -199,15 +203,18 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cfg = _load(args)
     if not args.local:
-        from iris_voice.app.control import daemon_running, request
+        from iris_voice.app.control import daemon_running, reply_fields, request
+        from iris_voice.app.wire import one_line
 
         if daemon_running():
             answer = request("ask", timeout=cfg.llm.request_timeout_s + 10, text=args.text, speak=args.speak)
             if not answer.get("ok"):
-                print(f"iris: {answer.get('error')}", file=sys.stderr)
+                print(f"iris: {one_line(answer.get('error'))}", file=sys.stderr)
                 return EXIT_UNAVAILABLE if is_llm_code(answer.get("code")) else EXIT_FAILED
-            trace = answer["trace"]
-            print(json.dumps(trace, indent=2, ensure_ascii=False) if args.json else trace["reply"])
+            with reply_fields("ask"):
+                trace = answer["trace"]
+                out = json.dumps(trace, indent=2, ensure_ascii=False) if args.json else str(trace["reply"])
+            print(out)
             return 0
     return asyncio.run(_ask(cfg, args.text, args.json, _server_log(args)))
 

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from iris_voice.app.control import request
+from iris_voice.app.control import reply_fields, request
+from iris_voice.app.wire import one_line
 from iris_voice.config import Config
 from iris_voice.errors import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, is_llm_code
 
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
     from iris_voice.app.daemon import Daemon
+    from iris_voice.app.runtime import runtime_dir
+
+    runtime_dir()  # refuse an unsafe runtime directory before loading any model
 
     async def main() -> int:
         return await Daemon(cfg).run()
@@ -34,7 +38,7 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
     answer = request(cmd, timeout=timeout, **fields)
     if not answer.get("ok"):
-        print(f"iris {cmd}: {answer.get('error')}", file=sys.stderr)
+        print(f"iris {cmd}: {one_line(answer.get('error'))}", file=sys.stderr)
     return answer
 
 
@@ -67,18 +71,28 @@ def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
+    with reply_fields("status"):
+        lines = _status_lines(answer)
+    print("\n".join(lines))
+    return 0
+
+
+def _status_lines(answer: dict[str, Any]) -> list[str]:
+    """``iris status`` as text (a reply without some field raises KeyError or TypeError)."""
     llm = answer["llm"]
     fa = answer["first_audio_ms"]
     reach = {True: "reachable", False: f"NOT reachable ({llm['error']})", None: "not tried yet"}[
         llm["reachable"]
     ]
     muted = " (muted)" if answer["muted"] else ""
-    print(f"state:      {answer['state']}{muted}, activation {answer['activation']}")
-    print(f"uptime:     {answer['uptime_s']:.0f} s, pid {answer['pid']}, IRIS {answer['version']}")
     m = answer["models"]
-    print(f"models:     stt {m['stt']}, tts {m['tts']}, wake {m['wake']}, llm {m['llm']}")
-    print(f"llm server: {llm['host']} {reach}")
-    print(f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns")
+    lines = [
+        f"state:      {answer['state']}{muted}, activation {answer['activation']}",
+        f"uptime:     {answer['uptime_s']:.0f} s, pid {answer['pid']}, IRIS {answer['version']}",
+        f"models:     stt {m['stt']}, tts {m['tts']}, wake {m['wake']}, llm {m['llm']}",
+        f"llm server: {llm['host']} {reach}",
+        f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns",
+    ]
     for t in answer["turns"]:
         tm = t["timings_ms"]
         # stt_partials counts decodes; every other figure is milliseconds
@@ -86,8 +100,8 @@ def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
             f"{k} {v:.0f}" for k, v in tm.items() if isinstance(v, int | float) and k != "stt_partials"
         )
         partials = f", {tm['stt_partials']} partial decodes" if tm.get("stt_partials") else ""
-        print(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms{partials}]")
-    return 0
+        lines.append(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms{partials}]")
+    return lines
 
 
 def cmd_timers(args: argparse.Namespace, cfg: Config) -> int:
@@ -97,11 +111,13 @@ def cmd_timers(args: argparse.Namespace, cfg: Config) -> int:
         return 1
     if args.json:
         print(json.dumps({k: v for k, v in answer.items() if k != "ok"}, indent=2))
-    elif args.action == "cancel":
-        print(f"cancelled: {', '.join(f'#{i}' for i in answer['cancelled']) or 'nothing'}")
-    else:
-        for t in answer["timers"] or [{"id": "-", "describe": "no timers"}]:
-            print(f"#{t['id']} {t['describe']}")
+        return 0
+    with reply_fields("timers"):
+        if args.action == "cancel":
+            lines = [f"cancelled: {', '.join(f'#{i}' for i in answer['cancelled']) or 'nothing'}"]
+        else:
+            lines = [f"#{t['id']} {t['describe']}" for t in answer["timers"]] or ["#- no timers"]
+    print("\n".join(lines))
     return 0
 
 

@@ -292,6 +292,8 @@ class ToolRegistry:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError as exc:
                 return done(False, f"Error: arguments for {name} are not valid JSON ({exc.msg})", {})
+            except RecursionError:  # the parser recurses per level: "[[[[…" from a model is no crash
+                return done(False, f"Error: arguments for {name} are nested too deeply", {})
         if not isinstance(args, dict):
             return done(False, f"Error: arguments for {name} must be a JSON object", {})
         tool = self._tools.get(name)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from iris_voice import config
 from iris_voice.cli.main import main
 from iris_voice.errors import ConfigError
+from tests.support.hostile_local import deep_toml, invalid_utf8_toml
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,3 +103,22 @@ def test_check_config_cli(tmp_path, capsys):
     broken.write_text("[llm\n")
     assert main(["check-config", str(broken)]) == 78
     assert "TOML syntax error" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", ["invalid UTF-8", "nested 10,000 deep"])
+def test_an_unreadable_config_is_exit_78_naming_the_file(content, tmp_path, capsys):
+    """Not a traceback: one line naming the file, from check-config and from any command."""
+    path = tmp_path / "config.toml"
+    if content == "invalid UTF-8":
+        path.write_bytes(invalid_utf8_toml())
+        why = "not UTF-8 text (byte 19: invalid start byte); TOML must be UTF-8"
+    else:
+        path.write_text(deep_toml(10_000))
+        why = "arrays or tables nested too deeply to read"
+    with pytest.raises(ConfigError) as err:
+        config.load(path)
+    assert err.value.problems == [f"{path}: {why}"]
+    assert main(["check-config", str(path)]) == 78
+    assert capsys.readouterr().out.splitlines() == err.value.problems
+    assert main(["--config", str(path), "status"]) == 78
+    assert capsys.readouterr().err.splitlines() == [f"iris: config: {err.value.problems[0]}"]

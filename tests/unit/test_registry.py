@@ -86,6 +86,7 @@ async def test_arguments_as_json_string(registry):
         ("nope", {}, "unknown tool 'nope'. Available tools: add, choose"),
         ("add", "{not json", "not valid JSON"),
         ("add", "[1, 2]", "must be a JSON object"),
+        ("add", "[" * 100_000, "nested too deeply"),  # a model's arguments are not trusted either
         ("broken", {}, "broken failed: RuntimeError: disk on fire"),
         ("refuses", {"x": 3}, "x must be even"),
     ],
