@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from iris_voice.app import wire
+from iris_voice import safejson as wire
 from iris_voice.app.runtime import socket_path, unsafe
 from iris_voice.errors import Code, IrisError
 

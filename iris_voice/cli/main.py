@@ -111,7 +111,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     """``iris tools list|schema|call``."""
-    from iris_voice.app.wire import loads
+    from iris_voice.safejson import loads
 
     arguments: Any = None
     if args.tools_command == "call":
@@ -204,7 +204,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if not args.local:
         from iris_voice.app.control import daemon_running, reply_fields, request
-        from iris_voice.app.wire import one_line
+        from iris_voice.safejson import one_line
 
         if daemon_running():
             answer = request("ask", timeout=cfg.llm.request_timeout_s + 10, text=args.text, speak=args.speak)

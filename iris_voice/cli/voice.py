@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from iris_voice.app.control import reply_fields, request
-from iris_voice.app.wire import one_line
 from iris_voice.config import Config
 from iris_voice.errors import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, is_llm_code
+from iris_voice.safejson import one_line
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ tool calls.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from iris_voice import safejson
 from iris_voice.errors import Code, LlmError
 from iris_voice.llm.client import ChatChunk
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 def _error_text(body: bytes) -> str:
     """The message of an error body: ``{"error": {"message": …}}``, ``{"error": "…"}`` or text."""
     try:
-        data = json.loads(body)
+        data = safejson.loads(body)
     except (ValueError, UnicodeDecodeError):
         return " ".join(body.decode("utf-8", "replace").split())[:300]
     err = data.get("error", data) if isinstance(data, dict) else data
@@ -159,7 +159,7 @@ class OpenAIBackend:
 
     def _decode(self, data: str) -> dict[str, Any]:
         try:
-            obj = json.loads(data)
+            obj = safejson.loads(data, limit=64)  # a chunk nests a few levels; a hostile one, thousands
         except ValueError:
             raise LlmError(
                 Code.LLM_ERROR, f"{self.base_url} sent a stream line that is not JSON: {data[:120]!r}"

@@ -100,7 +100,7 @@ async def test_deep_json_gets_an_error_and_the_server_keeps_answering(serve, soc
 
 
 async def test_nesting_up_to_the_limit_is_still_a_request(server, sock_path):
-    from iris_voice.app.wire import MAX_DEPTH
+    from iris_voice.safejson import MAX_DEPTH
 
     reader, writer = await asyncio.open_unix_connection(str(sock_path))
     writer.write(deep_request(MAX_DEPTH - 1))  # the request object is one more level

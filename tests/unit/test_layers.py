@@ -20,6 +20,7 @@ PACKAGE = "iris_voice"
 RANK = {
     "": 0,  # iris_voice/__init__.py: the version
     "errors": 0,
+    "safejson": 0,
     "events": 0,
     "config": 1,
     "audio": 2,

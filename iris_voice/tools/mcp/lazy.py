@@ -21,6 +21,7 @@ from typing import Any
 
 from mcp import types
 
+from iris_voice import safejson
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.schema import check_arguments_async
@@ -266,9 +267,9 @@ def _arguments_object(value: Any) -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ToolError(f"arguments must be a JSON object; this is not valid JSON ({exc.msg})") from None
+            value = safejson.loads(value)
+        except ValueError as exc:  # not JSON, or nested deeper than any tool's arguments
+            raise ToolError(f"arguments must be a JSON object; this is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise ToolError(
             f'arguments must be a JSON object such as {{"name": value}}, not {type(value).__name__}'

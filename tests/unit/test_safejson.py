@@ -1,11 +1,11 @@
-"""Bounded JSON (``app/wire.py``): deep nesting is a ValueError at any depth, never a
+"""Bounded JSON (``safejson.py``): deep nesting is a ValueError at any depth, never a
 RecursionError, and the limit is exact."""
 
 from __future__ import annotations
 
 import pytest
 
-from iris_voice.app.wire import MAX_DEPTH, loads, loads_object, nesting_exceeds, one_line
+from iris_voice.safejson import MAX_DEPTH, loads, loads_object, nesting_exceeds, one_line
 from tests.support.hostile_local import deep_json, unclosed_json
 
 
@@ -48,3 +48,17 @@ def test_one_line_flattens_and_bounds_what_the_other_end_sent():
     assert one_line("two\nlines\x1b[2J") == "two lines [2J"
     assert one_line("x" * 1000, 10) == "x" * 9 + "…"
     assert one_line(None) == "None"
+
+
+def test_json_from_a_model_server_or_a_model_never_recurses_to_a_crash() -> None:
+    """The places below the app layer that read JSON they do not control."""
+    import pytest
+
+    from iris_voice.errors import ToolError
+    from iris_voice.llm.openai_client import _error_text
+    from iris_voice.tools.mcp.lazy import _arguments_object
+
+    deep = "[" * 100_000 + "]" * 100_000
+    assert _error_text(deep.encode())  # an error body: shown as text, not a RecursionError
+    with pytest.raises(ToolError, match="not valid JSON"):
+        _arguments_object(deep)  # execute_tool's arguments as a string
