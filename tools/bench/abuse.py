@@ -174,6 +174,49 @@ def model_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
     return {name: reply(text) for name, text in hostile.model_replies().items()}
 
 
+def _call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A scripted reply that calls ``tool`` the way a Qwen model writes it."""
+    call = {"name": tool, "arguments": arguments}
+    return {"text": f"<tool_call>\n{json.dumps(call)}\n</tool_call>", "chunk": 64}
+
+
+def mcp_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
+    """A broken MCP server: a schema pattern that backtracks for ever, a 20 MB answer, and
+    (configured at start, see ``MCP_SERVERS``) evil tool names and bloated definitions."""
+
+    def execute(path: str, arguments: dict[str, Any]) -> Callable[[LiveDaemon], str]:
+        def run(daemon: LiveDaemon) -> str:
+            call = _call("execute_tool", {"tool_path": path, "arguments": arguments})
+            _script(url, call, {"text": "Done.", "chunk": 8})
+            answer = daemon.request("ask", timeout=120, text="use the tool")
+            if not answer.get("ok"):
+                return f"error: {answer.get('error')}"[:120]
+            calls = answer["trace"]["tool_calls"]
+            result = calls[0]["result"] if calls else "(no call)"
+            return f"tool result {len(result)} chars: {result[:70]!r}"
+
+        return run
+
+    def prompt(daemon: LiveDaemon) -> str:
+        _script(url, {"text": "Fine.", "chunk": 8})
+        daemon.request("ask", timeout=60, text="hello")
+        seen = httpx.get(f"{url}/_script", timeout=10).json()["requests"][-1]
+        return f"the model was shown {seen['tools']} tools, {seen['tool_chars']:,} characters of definitions"
+
+    return {
+        "mcp: pattern ^(a+)+$ on 30 chars": execute("test/flaky/match", {"text": "a" * 29 + "!"}),
+        "mcp: a 20 MB answer": execute("test/flaky/huge", {"megabytes": 20}),
+        "mcp: evil names, bloated schemas": prompt,
+    }
+
+
+def mcp_servers() -> list[dict[str, Any]]:
+    """The daemon's MCP servers: the flaky test server (lazy) and a hostile one (eager)."""
+    from tests.support.mcp_servers import flaky, hostile
+
+    return [s.model_dump(exclude_defaults=True) for s in (flaky(), hostile("names", "schemas"))]
+
+
 def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
     """A hostile local user on the control socket."""
 
@@ -235,7 +278,7 @@ def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
     return {"cli: 30k-deep JSON arguments": deep_args, "cli: broken config files": bad_config}
 
 
-CLASSES = ("model", "socket", "cli")
+CLASSES = ("model", "mcp", "socket", "cli")
 
 
 def report(rows: list[Figures]) -> None:
@@ -276,12 +319,16 @@ def main() -> int:
         stack.callback(server.terminate)
         url = server.stdout.readline().split()[-1]  # type: ignore[union-attr]
         bed = stack.enter_context(VirtualAudio())
-        config = {"intents": {"enabled": False}, "llm": {"warmup": True}}
+        config: dict[str, dict[str, Any]] = {"intents": {"enabled": False}, "llm": {"warmup": True}}
+        if "mcp" in wanted:
+            config["mcp"] = {"start_wait_s": 10.0, "servers": mcp_servers()}
         daemon = stack.enter_context(LiveDaemon(bed, url, tmp / "daemon", config=config))
         time.sleep(1.0)
         plan: dict[str, Callable[[LiveDaemon], str]] = {}
         if "model" in wanted:
             plan.update(model_classes(url))
+        if "mcp" in wanted:
+            plan.update(mcp_classes(url))
         if "socket" in wanted:
             plan.update(socket_classes())
         if "cli" in wanted:

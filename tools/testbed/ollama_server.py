@@ -82,6 +82,7 @@ class OllamaApp:
         ]
         if isinstance(engine, ScriptedEngine):
             routes.append(Route("/_script", self.script, methods=["POST"]))
+            routes.append(Route("/_script", self.seen, methods=["GET"]))
         self.asgi = Starlette(routes=routes)
 
     # --- metadata endpoints ---------------------------------------------------------------------
@@ -146,6 +147,10 @@ class OllamaApp:
         except ValueError as exc:
             return _error(400, str(exc))
         return JSONResponse({"queued": queued})
+
+    async def seen(self, request: Request) -> Response:
+        """``GET /_script``: what each request to the scripted model carried (sizes only)."""
+        return JSONResponse({"requests": self.engine.requests[-50:], "queued": len(self.engine.queue)})
 
     # --- chat ------------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ fills with ``POST /_script`` (``{"replies": [REPLY, …]}``). A reply is
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -45,7 +46,8 @@ class ScriptedEngine:
         self.queue: deque[dict[str, Any]] = deque()
         """Replies not sent yet, oldest first."""
         self.requests: list[dict[str, Any]] = []
-        """How many messages and tools each request had (its content is not kept)."""
+        """How many messages, tools and characters of tool definitions each request had
+        (``GET /_script``; the content is not kept)."""
 
     def script(self, items: list[dict[str, Any]]) -> int:
         """Queue ``items``; how many are queued now."""
@@ -58,7 +60,12 @@ class ScriptedEngine:
     async def stream(self, job: Job) -> AsyncIterator[tuple[str, Any]]:
         """Yield the next scripted reply as ``("text", piece)``…, then ``("done", stats)``."""
         t0 = time.perf_counter()
-        self.requests.append({"messages": len(job.messages), "tools": len(job.tools)})
+        tool_chars = len(json.dumps(job.tools, ensure_ascii=False, separators=(",", ":")))
+        system = job.messages[0].get("content", "") if job.messages else ""
+        self.requests.append(
+            {"messages": len(job.messages), "tools": len(job.tools), "tool_chars": tool_chars,
+             "system_chars": len(system) if isinstance(system, str) else 0}
+        )  # fmt: skip
         reply = self.queue.popleft() if self.queue else DEFAULT_REPLY
         if "error" in reply:
             yield "error", str(reply["error"])

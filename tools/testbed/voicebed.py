@@ -33,15 +33,25 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
 def write_config(path: Path, sections: dict[str, dict[str, Any]]) -> Path:
-    """Write a small TOML config (section → key → value)."""
+    """Write a small TOML config (section → key → value); a list of dicts under a key is an
+    array of tables (``{"mcp": {"servers": [{…}]}}`` → ``[[mcp.servers]]``)."""
     lines = []
     for section, keys in sections.items():
+        tables = {k: v for k, v in keys.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
         lines.append(f"[{section}]")
-        lines.extend(f"{k} = {_toml(v)}" for k, v in keys.items())
+        lines.extend(f"{k} = {_toml(v)}" for k, v in keys.items() if k not in tables)
+        for key, items in tables.items():
+            for item in items:
+                lines.append(f"[[{section}.{key}]]")
+                lines.extend(f"{k} = {_toml(v)}" for k, v in item.items())
     path.write_text("\n".join(lines) + "\n")
     return path
 
