@@ -79,6 +79,11 @@ def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
     print(f"models:     stt {m['stt']}, tts {m['tts']}, wake {m['wake']}, llm {m['llm']}")
     print(f"llm server: {llm['host']} {reach}")
     print(f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns")
+    lag = answer.get("loop_lag_ms")  # absent from a daemon older than this command
+    if lag:
+        recent = lag["last_minute"]
+        print(f"loop lag: p99 {lag['p99']} ms, max {lag['max']} ms since start; "
+              f"last minute p99 {recent['p99']} ms, max {recent['max']} ms")  # fmt: skip
     for t in answer["turns"]:
         tm = t["timings_ms"]
         # stt_partials counts decodes; every other figure is milliseconds
