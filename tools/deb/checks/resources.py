@@ -2,13 +2,20 @@
 tools.deb.checks`` in the container), for each running IRIS: it still writes its state
 under ``ProtectSystem=strict`` (a timer set through the daemon lands in the user's
 ~/.local/state/iris), and its unit's ``MemoryMax=``, ``TasksMax=`` and ``LimitNOFILE=``
-hold for the daemon's own cgroup and process — for the system units that is the logind
-session scope ``PAMName=`` moves it into — with what it really uses printed beside them.
+hold for the cgroup the daemon really runs in — for the system units that is the logind
+session scope ``PAMName=`` moves it into — and its process, with what it uses beside them.
+
+Where the kernel's memory and pids controllers can be used (cgroup v2, or a v1 hierarchy
+that systemd manages) the limits are read from the daemon's cgroup files. On a cgroup v1
+host that does not delegate them to the container (this test bed: they are mounted
+read-only, every process at their root), the kernel enforces nothing in the container;
+then the check reads what systemd set on the daemon's unit or scope, and says so.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -38,28 +45,48 @@ def _number(text: str) -> int | None:
     return None if value >= UNLIMITED else value
 
 
-def _cgroup_files(pid: int) -> tuple[str, Path, Path]:
-    """The daemon's cgroup (its unified path) and the directories holding its memory and
-    pids controller files (cgroup v2, or v1 when the machine runs the legacy layout)."""
+def _cgroups(pid: int) -> dict[str, str]:
+    """Controller ("" for the unified hierarchy) → the process's path in it."""
     paths: dict[str, str] = {}
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
-            paths[controller] = path.lstrip("/")
-    name = paths.get("") or paths.get("name=systemd", "?")
-    if (CGROUP / "cgroup.controllers").exists():
-        return name, CGROUP / paths[""], CGROUP / paths[""]
-    if "memory" not in paths or "pids" not in paths:
-        raise Fail(f"pid {pid} has no memory or pids cgroup: {paths}")
-    return name, CGROUP / "memory" / paths["memory"], CGROUP / "pids" / paths["pids"]
+            paths[controller] = path.strip("/")
+    return paths
 
 
-def _read(directory: Path, *names: str) -> str:
-    for name in names:
-        path = directory / name
-        if path.exists():
-            return path.read_text().strip()
-    raise Fail(f"none of {', '.join(names)} in {directory}")
+def _kernel_limits(paths: dict[str, str]) -> tuple[int | None, int | None] | None:
+    """(memory, tasks) limits of the process's cgroups as the kernel holds them; None
+    when this system gives its processes no usable memory and pids controllers."""
+    if (CGROUP / "cgroup.controllers").exists():  # cgroup v2
+        memory_dir = pids_dir = CGROUP / paths[""]
+        memory_file = "memory.max"
+    elif paths.get("memory") and paths.get("pids"):  # v1, with cgroups systemd made
+        memory_dir, pids_dir = CGROUP / "memory" / paths["memory"], CGROUP / "pids" / paths["pids"]
+        memory_file = "memory.limit_in_bytes"
+    else:
+        return None
+    return (
+        _number((memory_dir / memory_file).read_text()),
+        _number((pids_dir / "pids.max").read_text()),
+    )
+
+
+def _tasks(pid: int) -> int:
+    """Threads of ``pid`` and of every process below it."""
+    parent, threads = {}, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)], threads[int(entry)] = int(fields[1]), int(fields[17])
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        total += threads.get(current, 0)
+        todo.extend(child for child, up in parent.items() if up == current)
+    return total
 
 
 def _process(pid: int) -> dict[str, int]:
@@ -69,7 +96,7 @@ def _process(pid: int) -> dict[str, int]:
     return {
         "rss_mb": int(status["VmRSS"].split()[0]) // 1024,
         "peak_mb": int(status["VmHWM"].split()[0]) // 1024,
-        "threads": int(status["Threads"]),
+        "tasks": _tasks(pid),
         "fds": len(list(Path(f"/proc/{pid}/fd").iterdir())),
         "nofile_soft": int(soft),
         "nofile_hard": int(hard),
@@ -77,38 +104,40 @@ def _process(pid: int) -> dict[str, int]:
 
 
 def _one(unit: str, user: str | None) -> tuple[str, dict]:
+    where = _where(unit, user)
     props = show(unit, user)
     pid = int(props["MainPID"])
-    want_memory, want_tasks = _number(props["MemoryMax"]), _number(props["TasksMax"])
+    want = (_number(props["MemoryMax"]), _number(props["TasksMax"]))
     want_nofile = int(props["LimitNOFILE"])
-    where = _where(unit, user)
-    if want_memory is None or want_tasks is None:
+    if None in want:
         raise Fail(f"{where} sets no MemoryMax= or TasksMax=: {props['MemoryMax']}, {props['TasksMax']}")
-    cgroup, memory_dir, pids_dir = _cgroup_files(pid)
-    memory = _number(_read(memory_dir, "memory.max", "memory.limit_in_bytes"))
-    tasks = _number(_read(pids_dir, "pids.max"))
-    in_cgroup = int(_read(pids_dir, "pids.current"))
+    paths = _cgroups(pid)
+    runs_in = (paths.get("") or paths.get("name=systemd", "?")).rsplit("/", 1)[-1]
+    kernel = _kernel_limits(paths)
+    if kernel is not None:
+        got, source = kernel, "its cgroup"
+    else:  # what systemd set on the unit or scope the daemon runs in
+        scope = show(runs_in, user)
+        got, source = (_number(scope["MemoryMax"]), _number(scope["TasksMax"])), "systemd (not the kernel)"
     proc = _process(pid)
+    memory, tasks = want
     problems = []
-    if (memory, tasks) != (want_memory, want_tasks):
-        problems.append(f"its cgroup {cgroup} has memory {memory}, tasks {tasks}; the unit says "
-                        f"{want_memory}, {want_tasks}")  # fmt: skip
+    if got != want:
+        problems.append(f"{runs_in} has memory and tasks limits {got} by {source}; the unit says {want}")
     if (proc["nofile_soft"], proc["nofile_hard"]) != (want_nofile, want_nofile):
         problems.append(f"open files limit {proc['nofile_soft']}/{proc['nofile_hard']}, not {want_nofile}")
-    if proc["peak_mb"] * 2**20 > MAX_SHARE * want_memory:
+    if proc["peak_mb"] * 2**20 > MAX_SHARE * memory:
         problems.append(f"peak {proc['peak_mb']} MB is over {MAX_SHARE:.0%} of MemoryMax")
-    if in_cgroup > MAX_SHARE * want_tasks or proc["fds"] > MAX_SHARE * want_nofile:
-        problems.append(f"{in_cgroup} tasks or {proc['fds']} files: over {MAX_SHARE:.0%} of the limit")
+    if proc["tasks"] > MAX_SHARE * tasks or proc["fds"] > MAX_SHARE * want_nofile:
+        problems.append(f"{proc['tasks']} tasks or {proc['fds']} files: over {MAX_SHARE:.0%} of the limit")
     if problems:
         raise Fail(f"{where}: " + "; ".join(problems))
-    figures = {**proc, "cgroup": cgroup, "memory_max_mb": want_memory >> 20, "tasks_max": want_tasks,
-               "tasks_in_cgroup": in_cgroup}  # fmt: skip
     line = (
-        f"{where} in {cgroup.rsplit('/', 1)[-1]}: {proc['rss_mb']} MB resident (peak {proc['peak_mb']}) "
-        f"of MemoryMax {want_memory >> 20} MB, {in_cgroup} tasks of {want_tasks}, "
+        f"{where} in {runs_in} (limits read from {source}): {proc['rss_mb']} MB resident "
+        f"(peak {proc['peak_mb']}) of MemoryMax {memory >> 20} MB, {proc['tasks']} tasks of {tasks}, "
         f"{proc['fds']} files of {want_nofile}"
     )
-    return line, figures
+    return line, {**proc, "runs_in": runs_in, "limits_from": source}
 
 
 def limits(ctx: dict) -> str:
@@ -136,16 +165,18 @@ def state_written() -> str:
         turns = iris_status(owner)["turn_count"]
         if turns != before + 1:  # else the CLI answered in its own process
             raise Fail(f"{where} did not answer the question itself: {turns} turns, {before} before")
-        db = Path("/home", owner, ".local", "state", "iris", "timers.db")
-        if not db.is_file() or db.stat().st_mtime < started - 1 or db.stat().st_uid != USERS[owner]:
-            raise Fail(f"{where} said {reply!r} but {db} was not written")
+        # SQLite in WAL mode writes the -wal file; the database file itself only at a checkpoint.
+        files = [Path("/home", owner, ".local", "state", "iris", f"timers.db{end}") for end in ("", "-wal")]
+        written = [f for f in files if f.is_file() and f.stat().st_mtime >= started - 1]
+        if not written or any(f.stat().st_uid != USERS[owner] for f in written):
+            raise Fail(f"{where} said {reply!r} but wrote none of {', '.join(map(str, files))}")
         timers = json.loads(sh(["iris", "timers", "--json"], user=owner, env=env).stdout)["timers"]
         mine = [t for t in timers if 7000 < t["remaining_s"] <= 7200]
         if not mine:
             raise Fail(f"{where} said {reply!r}; its timers: {timers}")
         sh(["iris", "timers", "cancel", str(mine[-1]["id"])], user=owner, env=env)
-        done.append(f"{where}: {reply!r}")
-    return "; ".join(done) + " (in ~/.local/state/iris/timers.db; then cancelled)"
+        done.append(f"{where}: {reply!r}, {written[-1].name} written")
+    return "; ".join(done) + " (in ~/.local/state/iris; then cancelled)"
 
 
 def steps() -> list:
@@ -154,7 +185,7 @@ def steps() -> list:
     return [
         ("ProtectSystem=strict: each IRIS writes its timers in the user's home", state_written, False),
         (
-            "MemoryMax/TasksMax on each daemon's cgroup, LimitNOFILE: usage well inside",
+            "MemoryMax/TasksMax where each daemon runs, LimitNOFILE: usage well inside",
             lambda: limits(ctx),
             False,
         ),  # fmt: skip
