@@ -152,6 +152,38 @@ def limits(ctx: dict) -> str:
     return "\n".join(lines)
 
 
+def _writable(pid: int, paths: tuple[str, ...]) -> dict[str, bool]:
+    """Whether each path is on a writable mount in ``pid``'s mount namespace."""
+    mounts = []
+    for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
+        fields = line.split()
+        mounts.append((fields[4], "rw" in fields[5].split(",")))
+    found = {}
+    for path in paths:  # the mount holding a path: the longest matching point, the last one on it
+        best = -1
+        for point, rw in mounts:
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+                best, found[path] = len(point), rw
+    return found
+
+
+def strict_mounts() -> str:
+    """In the system units' mount namespace only the homes and /run/user are writable."""
+    seen = []
+    for unit, owner, user in INSTANCES:
+        if user is not None:
+            continue  # the user unit has no file-system namespace
+        pid = int(show(unit)["MainPID"])
+        want = {"/": False, "/usr": False, "/etc": False, "/var/lib": False, f"/home/{owner}": True,
+                f"/run/user/{USERS[owner]}": True, "/tmp": True}  # fmt: skip
+        got = _writable(pid, tuple(want))
+        if got != want:
+            wrong = {p: "rw" if rw else "ro" for p, rw in got.items() if rw != want[p]}
+            raise Fail(f"{unit}: {wrong} (ProtectSystem=strict, ReadWritePaths=/home /run/user)")
+        seen.append(unit)
+    return f"{', '.join(seen)}: / /usr /etc /var/lib read-only; the home, /run/user/UID, /tmp writable"
+
+
 def state_written() -> str:
     """A timer set through each daemon is stored in its user's ~/.local/state/iris: the
     home stays writable under ProtectSystem=strict."""
@@ -183,6 +215,7 @@ def steps() -> list:
     """(name, function, critical) for the resource and file-system steps."""
     ctx: dict = {}
     return [
+        ("ProtectSystem=strict: read-only but for the home and /run/user", strict_mounts, False),
         ("ProtectSystem=strict: each IRIS writes its timers in the user's home", state_written, False),
         (
             "MemoryMax/TasksMax where each daemon runs, LimitNOFILE: usage well inside",
