@@ -2,8 +2,8 @@
 and the figures ``iris status`` reports.
 
 ``ControlCommands`` gets each collaborator it uses by name — the pipeline, the
-conversation, the timers, the alarms, the model server and its health — never the
-whole daemon, so a command's reach is visible in its constructor.
+conversation, the timers, the alarms, the model server and its health, the loop-lag
+monitor — never the whole daemon, so a command's reach is visible in its constructor.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from iris_voice import __version__
 from iris_voice.app.assembly import Engines
 from iris_voice.app.control import Handler
+from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.config import Config
 from iris_voice.conversation.history import Conversation
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
@@ -63,6 +64,7 @@ class ControlCommands:
         health: LlmHealth,
         engines: Engines | None,
         started: float,
+        looplag: LoopLagMonitor | None = None,
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
@@ -73,6 +75,7 @@ class ControlCommands:
         self.health = health
         self.engines = engines
         self.started = started
+        self.looplag = looplag
 
     def handlers(self) -> dict[str, Handler]:
         """Command name → coroutine, for ``ControlServer``."""
@@ -114,6 +117,7 @@ class ControlCommands:
             },
             "turn_count": p.turn_count,
             "turns": turns[-5:],
+            "loop_lag_ms": self.looplag.snapshot() if self.looplag else None,
         }
 
     async def ping(self, _req: dict[str, Any]) -> dict[str, Any]:

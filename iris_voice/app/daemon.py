@@ -2,7 +2,7 @@
 
 Owns the lifecycle: the single-instance lock, warming the stages, one
 ``asyncio.TaskGroup`` for every long-lived task (listening and turns, timers, alarms,
-MCP servers, reconnecting to the language model), SIGTERM/SIGINT, and ``sd_notify``
+MCP servers, reconnecting to the language model, the loop-lag monitor), SIGTERM/SIGINT, and ``sd_notify``
 READY=1 once the speech models are loaded, STOPPING=1 on the way out. Its parts come
 from the one assembly (``build_app``), all of them in ``__init__``.
 """
@@ -19,6 +19,7 @@ from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app, needs_wake_word, warm_up
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
+from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.runtime import InstanceLock, sd_notify
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
@@ -74,10 +75,11 @@ class Daemon:
         self.alarms = AlarmAnnouncer(cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate))
         self.bus.subscribe(self.alarms.on_event)
         self.health = LlmHealth()
+        self.looplag = LoopLagMonitor()
         self.commands = ControlCommands(
             cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
-            engines=self.engines, started=self.started,
+            engines=self.engines, started=self.started, looplag=self.looplag,
         )  # fmt: skip
         self._stopping = asyncio.Event()
         self._llm_settled = asyncio.Event()
@@ -107,6 +109,7 @@ class Daemon:
                     tg.create_task(self.app.timers.run(), name="timers"),
                     tg.create_task(self.alarms.run(), name="alarms"),
                     tg.create_task(self._connect_llm(), name="llm-connect"),
+                    tg.create_task(self.looplag.run(), name="loop-lag"),
                 ]
                 await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
                 # The first question should not pay for loading the language model and its

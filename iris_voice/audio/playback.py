@@ -1,10 +1,10 @@
 """The speaker: a PortAudio output stream fed from a buffer that can be emptied at once.
 
-A writer thread takes ``block_ms`` (20 ms) of samples at a time from a deque of numpy
-blocks, under a lock held only to copy (``stop()`` takes the same lock to clear it), and
-hands them to the stream with a blocking ``write``, padding with silence when the
-buffer is empty. Output therefore goes silent within one block plus the device's buffer
-(PortAudio's "low" latency, ~20 ms): ~40 ms from ``stop()`` to silence on PipeWire here.
+A writer thread takes ``block_ms`` (20 ms) of samples at a time from a ``PlaybackBuffer``
+(a lock held only to copy; ``stop()`` clears it under the same lock) and hands them to
+the stream with a blocking ``write``, padding with silence when the buffer is empty.
+Output therefore goes silent within one block plus the device's buffer (PortAudio's
+"low" latency, ~20 ms): ~40 ms from ``stop()`` to silence on PipeWire here.
 
 Why a writer thread rather than a PortAudio callback: with PortAudio 19.6 (Debian
 bookworm) on pipewire-alsa, an output *callback* stream whose PipeWire server goes away
@@ -14,17 +14,22 @@ problem and reopen later. (Capture keeps its callback: input streams end cleanly
 
 The stream stays open between replies (opening costs latency) and is closed after
 ``idle_close_s`` of silence. A device that is missing or fails is reported (log line +
-``AudioDeviceProblem``) and reopened by a later ``play()`` with backoff; audio given
-meanwhile is discarded rather than blocking the pipeline.
+``AudioDeviceProblem``) and reopened with backoff. A stream that fails while a reply
+plays loses none of it: what the device may not have played yet (its latency plus the
+failed write) goes back in front of the queue, the queue is held, and a recovery task
+reopens the stream with the same backoff; ``play()`` keeps adding to the held reply and
+``drain()`` waits for it. If the device is still gone after every retry delay, or the
+stream keeps failing, the held audio is dropped and reported. When no reply is held,
+audio given while the device is away is discarded rather than blocking the pipeline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +37,7 @@ import numpy as np
 
 from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
+from iris_voice.audio.playbuffer import MAX_REPLAY_S, PlaybackBuffer
 from iris_voice.audio.resample import resample, to_int16
 from iris_voice.config import AudioConfig
 from iris_voice.errors import AudioError, Code
@@ -79,13 +85,8 @@ class SpeakerSink:
         """``time.monotonic()`` when the first sample after silence went to the device."""
         self.underflows = 0
         """Writes PortAudio flagged as output underflow (a gap was heard)."""
-        self._lock = threading.Lock()
-        self._blocks: deque[np.ndarray] = deque()
-        self._offset = 0  # samples of _blocks[0] already played
-        self._buffered = 0  # samples queued, not yet handed to the device
-        self._played_s = 0.0
+        self._buffer = PlaybackBuffer()
         self._discarded_s = 0.0
-        self._fresh = True  # the next sample played starts a new burst (sets first_sample_at)
         self._writer: threading.Thread | None = None
         self._gen = 0  # bumped to tell the current writer thread to close its stream and exit
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -94,31 +95,12 @@ class SpeakerSink:
         self._attempt = 0
         self._retry_at = 0.0
         self._problem: str | None = None
+        self._opening = asyncio.Lock()  # one open at a time: play() and the recovery task both open
+        self._recovery: asyncio.Task[None] | None = None
+        """Reopening the stream for a reply held after the stream failed."""
+        self._failures = 0  # stream failures since a burst last played to its end
 
     # ---- writer thread ------------------------------------------------------------------
-
-    def _fill(self, out: np.ndarray, rate: int) -> bool:
-        """Copy queued samples into ``out`` (silence after them); True when that emptied the queue."""
-        frames = len(out)
-        filled = 0
-        with self._lock:
-            while filled < frames and self._blocks:
-                block = self._blocks[0]
-                n = min(frames - filled, len(block) - self._offset)
-                out[filled : filled + n] = block[self._offset : self._offset + n, None]
-                filled += n
-                self._offset += n
-                if self._offset == len(block):
-                    self._blocks.popleft()
-                    self._offset = 0
-            self._buffered -= filled
-            self._played_s += filled / rate
-            if filled and self._fresh:
-                self.first_sample_at = time.monotonic()
-                self._fresh = False
-            emptied = filled > 0 and not self._blocks
-        out[filled:] = 0
-        return emptied
 
     def _write_loop(self, stream: Any, gen: int, rate: int, channels: int, blocksize: int) -> None:
         loop = self._loop
@@ -127,7 +109,9 @@ class SpeakerSink:
         error = None
         try:
             while gen == self._gen:
-                emptied = self._fill(out, rate)
+                _, emptied, first = self._buffer.fill(out, rate)
+                if first:
+                    self.first_sample_at = time.monotonic()
                 if stream.write(out):  # blocks until the device has room
                     self.underflows += 1
                 if emptied:
@@ -136,6 +120,8 @@ class SpeakerSink:
             pass
         except Exception as exc:  # PortAudioError: the device or the audio server went away
             error = str(exc)
+            if gen == self._gen:  # what the device may not have played goes back in the queue
+                self._buffer.requeue_unheard(rate)
         finally:
             _close_quietly(stream)
         if error is not None and gen == self._gen:
@@ -147,10 +133,9 @@ class SpeakerSink:
     # ---- event loop ---------------------------------------------------------------------
 
     def _on_empty(self) -> None:
-        with self._lock:
-            if self._blocks:  # play() added more since the writer looked
-                return
-            self._fresh = True
+        if not self._buffer.idle():  # play() added more since the writer looked
+            return
+        self._failures = 0  # a burst played to its end: the device works
         self._set_idle()
 
     def _on_failed(self, gen: int, error: str) -> None:
@@ -158,7 +143,32 @@ class SpeakerSink:
             return
         self._report(f"the stream failed ({error})")
         self._drop_stream()
-        self.stop()
+        self._failures += 1
+        if not self._buffer.queued:
+            self._set_idle()
+        elif self._failures > len(self.retry_delays_s):  # it opens, then fails again: give up
+            self._give_up(f"the stream failed {self._failures} times")
+        elif self._recovery is None and self._loop is not None:
+            self._recovery = self._loop.create_task(self._recover(), name="speaker-reopen")
+
+    async def _recover(self) -> None:
+        """Reopen the stream for the held reply, with backoff, until it opens, the reply is
+        dropped (``stop()``), or every retry delay has passed."""
+        try:
+            while self._buffer.queued and self._writer is None:
+                wait = self._retry_at - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                elif await self.open():
+                    log.info("speaker reopened: playing the %.2f s of the reply not heard yet",
+                             self._buffer.queued / max(self.stream_rate, 1))  # fmt: skip
+                elif self._attempt >= len(self.retry_delays_s):
+                    self._give_up(f"no device after {self._attempt} attempts")
+        finally:
+            self._recovery = None
+
+    def _give_up(self, why: str) -> None:
+        self._report(f"{why}: {self.stop():.1f} s of audio dropped")
 
     def _set_idle(self) -> None:
         if self._idle is not None:
@@ -169,7 +179,7 @@ class SpeakerSink:
             self._idle_timer = self._loop.call_later(self.idle_close_s, self._close_when_idle)
 
     def _close_when_idle(self) -> None:
-        if self._buffered == 0 and self._writer is not None:
+        if self._buffer.queued == 0 and self._writer is not None:
             log.debug("speaker idle for %.0f s: closing the stream", self.idle_close_s)
             self._drop_stream()
 
@@ -187,6 +197,12 @@ class SpeakerSink:
             self._idle = asyncio.Event()
             self._idle.set()
         if self._writer is not None and self._writer.is_alive():
+            return True
+        async with self._opening:
+            return await self._open_now()
+
+    async def _open_now(self) -> bool:
+        if self._writer is not None and self._writer.is_alive():  # opened while we waited
             return True
         self._drop_stream()
         if time.monotonic() < self._retry_at:
@@ -227,7 +243,12 @@ class SpeakerSink:
                     stream.close(ignore_errors=True)
                 raise AudioError(Code.AUDIO_DEVICE_FAILED, f"cannot open {device.name!r}: {exc}") from None
         self._gen += 1
-        self.device, self.stream_rate, self.stream_latency = device, rate, float(stream.latency)
+        held_rate, self.stream_rate = self.stream_rate, rate
+        self.device, self.stream_latency = device, float(stream.latency)
+        if held_rate and held_rate != rate and self._buffer.queued:  # a held reply, another device
+            self._buffer.put_front(resample(self._buffer.take(), held_rate, rate))
+        block_s = blocksize / rate
+        self._buffer.remember(1 + math.ceil(min(self.stream_latency, MAX_REPLAY_S) / block_s - 1e-9))
         self._writer = threading.Thread(
             target=self._write_loop, args=(stream, self._gen, rate, channels, blocksize), name="iris-speaker"
         )
@@ -256,17 +277,16 @@ class SpeakerSink:
         samples = to_int16(chunk)
         if len(samples) == 0:
             return
-        if not await self.open():
+        if not await self.open() and self._recovery is None:
             self._discarded_s += len(samples) / sample_rate
             return
+        # Opened, or a failed stream's reply is held for the reopened one: add to it.
         if sample_rate != self.stream_rate:
             samples = await asyncio.to_thread(resample, samples, sample_rate, self.stream_rate)
-        if self._buffered / self.stream_rate > self.max_buffer_s:
+        if self._buffer.queued / self.stream_rate > self.max_buffer_s:
             await self.drain()
         assert self._idle is not None
-        with self._lock:
-            self._blocks.append(samples)
-            self._buffered += len(samples)
+        self._buffer.put(samples)
         self._idle.clear()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
@@ -276,13 +296,18 @@ class SpeakerSink:
         """Wait until everything queued has left the speaker (or the device failed)."""
         if self._idle is None:
             return
-        while not self._idle.is_set() and self._writer is not None:
-            played = self._played_s
+        while not self._idle.is_set():
+            if self._recovery is not None:  # a failed stream is being reopened for this reply
+                await asyncio.wait({self._recovery})  # (being cancelled leaves the task running)
+                continue
+            if self._writer is None:
+                break
+            played = self._buffer.played_s
             try:
-                async with asyncio.timeout(self._buffered / max(self.stream_rate, 1) + 2.0):
+                async with asyncio.timeout(self._buffer.queued / max(self.stream_rate, 1) + 2.0):
                     await self._idle.wait()
             except TimeoutError:
-                if self._played_s == played:  # the writer is stuck: a hung device
+                if self._recovery is None and self._buffer.played_s == played:  # a hung device
                     self._report("playback stalled")
                     self._drop_stream()
                     self.stop()
@@ -293,12 +318,8 @@ class SpeakerSink:
     def stop(self) -> float:
         """Drop everything queued: silence within one block plus the device buffer.
         Returns the seconds of audio discarded."""
-        with self._lock:
-            dropped = self._buffered
-            self._blocks.clear()
-            self._offset = 0
-            self._buffered = 0
-            self._fresh = True
+        dropped = self._buffer.clear()
+        self._failures = 0
         seconds = dropped / self.stream_rate if self.stream_rate else 0.0
         self._discarded_s += seconds
         if self._loop is not None:
@@ -310,7 +331,7 @@ class SpeakerSink:
 
     def played_seconds(self) -> float:
         """Seconds of audio handed to the device since the sink was created."""
-        return self._played_s
+        return self._buffer.played_s
 
     def discarded_seconds(self) -> float:
         """Seconds of audio dropped by ``stop()`` or because the device was unavailable."""
@@ -319,6 +340,8 @@ class SpeakerSink:
     def close(self) -> None:
         """Stop and close the stream (a later ``play()`` opens it again)."""
         self.stop()
+        if self._recovery is not None:
+            self._recovery.cancel()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

@@ -93,6 +93,13 @@ def _status_lines(answer: dict[str, Any]) -> list[str]:
         f"llm server: {llm['host']} {reach}",
         f"first audio: p50 {fa['p50']} ms, p95 {fa['p95']} ms over {fa['n']} turns",
     ]
+    lag = answer.get("loop_lag_ms")  # absent from a daemon older than this command
+    if lag:
+        recent = lag["last_minute"]
+        lines.append(
+            f"loop lag: p99 {lag['p99']} ms, max {lag['max']} ms since start; "
+            f"last minute p99 {recent['p99']} ms, max {recent['max']} ms"
+        )
     for t in answer["turns"]:
         tm = t["timings_ms"]
         # stt_partials counts decodes; every other figure is milliseconds

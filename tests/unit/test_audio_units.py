@@ -18,6 +18,7 @@ from iris_voice.audio.capture import MicCapture
 from iris_voice.audio.chime import NOTES_HZ, chime
 from iris_voice.audio.files import WavSink, WavSource, read_wav
 from iris_voice.audio.playback import SpeakerSink
+from iris_voice.audio.playbuffer import PlaybackBuffer
 from iris_voice.audio.resample import StreamResampler, resample, to_int16
 from iris_voice.config import AudioConfig
 from iris_voice.errors import AudioError
@@ -260,15 +261,36 @@ async def test_capture_mixes_resamples_and_reframes_a_48k_stereo_device() -> Non
 def test_speaker_buffer_plays_in_order_and_stop_reports_what_it_dropped() -> None:
     sink = SpeakerSink(AudioConfig())
     sink.stream_rate = 1000
-    sink._blocks.extend([np.arange(1, 6, dtype=np.int16), np.arange(6, 9, dtype=np.int16)])
-    sink._buffered = 8
+    buffer = sink._buffer
+    buffer.put(np.arange(1, 6, dtype=np.int16))
+    buffer.put(np.arange(6, 9, dtype=np.int16))
     out = np.zeros((4, 2), np.int16)
-    assert sink._fill(out, 1000) is False
+    assert buffer.fill(out, 1000) == (4, False, True)  # four samples, more queued, a burst begins
+    assert sink.played_seconds() == pytest.approx(0.004)
     assert out[:, 0].tolist() == [1, 2, 3, 4] and out[:, 1].tolist() == [1, 2, 3, 4]  # mono to both channels
-    assert sink.first_sample_at is not None and sink.played_seconds() == pytest.approx(0.004)
     assert sink.stop() == pytest.approx(0.004)  # 5, 6, 7, 8 were still queued
-    assert sink._fill(out, 1000) is False and not out.any()  # silence after stop
-    sink._blocks.append(np.array([9, 10], np.int16))
-    sink._buffered = 2
-    assert sink._fill(out, 1000) is True  # emptied: drain() may return
+    assert buffer.fill(out, 1000) == (0, False, False) and not out.any()  # silence after stop
+    buffer.put(np.array([9, 10], np.int16))
+    assert buffer.fill(out, 1000) == (2, True, True)  # emptied: drain() may return
     assert out[:, 0].tolist() == [9, 10, 0, 0]
+
+
+def test_speaker_buffer_puts_back_what_the_device_may_not_have_played() -> None:
+    buffer = PlaybackBuffer()
+    buffer.remember(3)  # the device holds two writes, plus the one being written
+    buffer.put(np.arange(1, 12, dtype=np.int16))
+    out = np.zeros((2, 1), np.int16)
+    for _ in range(4):  # 1 2 | 3 4 | 5 6 | 7 8 handed out; the last write fails
+        buffer.fill(out, 1000)
+    assert buffer.queued == 3
+    assert buffer.requeue_unheard(1000) == 6  # 3 … 8 again, in front of 9 10 11
+    assert buffer.played_s == pytest.approx(0.002)  # only 1 2 surely reached the speaker
+    assert buffer.take().tolist() == [3, 4, 5, 6, 7, 8, 9, 10, 11]
+    buffer.put(np.array([1, 2, 3], np.int16))
+    for _ in range(3):  # 1 2 | 3 + silence | silence: the reply had ended when the write failed
+        buffer.fill(out, 1000)
+    assert buffer.requeue_unheard(1000) == 0 and buffer.queued == 0
+    buffer.put(np.array([1, 2, 3], np.int16))
+    buffer.fill(out, 1000)
+    buffer.clear()  # stop(): nothing to put back after a barge-in either
+    assert buffer.requeue_unheard(1000) == 0

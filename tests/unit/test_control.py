@@ -128,6 +128,13 @@ def test_status_text_prints_stage_milliseconds_and_the_partial_count_apart(monke
         "models": {"stt": "tiny.en", "tts": "amy", "wake": "hey_jarvis", "llm": "qwen"},
         "llm": {"host": "http://127.0.0.1:11434", "reachable": True, "error": None},
         "first_audio_ms": {"p50": 800, "p95": 1200, "n": 1},
+        "loop_lag_ms": {
+            "interval_ms": 50,
+            "samples": 240,
+            "p99": 1.2,
+            "max": 310.5,
+            "last_minute": {"p99": 0.9, "max": 4.0, "samples": 240},
+        },
         "turns": [
             {
                 "text": "what time is it",
@@ -139,5 +146,7 @@ def test_status_text_prints_stage_milliseconds_and_the_partial_count_apart(monke
     }
     monkeypatch.setattr(cli_voice, "request", lambda cmd, timeout, **f: answer)
     assert cli_voice.cmd_status(argparse.Namespace(json=False), Config()) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
+    lines = capsys.readouterr().out.splitlines()
+    line = lines[-1]
+    assert "loop lag: p99 1.2 ms, max 310.5 ms since start; last minute p99 0.9 ms, max 4.0 ms" in lines
     assert "[vad_hangover 400, stt 120, stt_tail 95 ms, 3 partial decodes]" in line, line

@@ -67,6 +67,19 @@ async def test_model_server_down_at_start_is_said_once_and_ready_comes_anyway(tm
     assert b"STOPPING=1" in notify.recv(4096)
 
 
+async def test_status_reports_how_late_the_event_loop_runs(tmp_path, monkeypatch):
+    daemon, notify, _ = _daemon(tmp_path, monkeypatch)
+    task = await _started(daemon, notify)
+    await asyncio.sleep(0.3)  # a few of the monitor's 50 ms wake-ups
+    sock = tmp_path / "run" / "iris" / "control.sock"
+    lag = (await asyncio.to_thread(request, "status", 10.0, sock))["loop_lag_ms"]
+    daemon.request_stop()
+    assert await asyncio.wait_for(task, 5) == 0
+    assert lag["interval_ms"] == 50 and lag["samples"] >= 3
+    assert lag["last_minute"]["samples"] == lag["samples"]
+    assert 0 <= lag["p99"] <= lag["max"]
+
+
 async def test_the_daemon_owns_its_mcp_servers(tmp_path, monkeypatch):
     daemon, notify, _ = _daemon(tmp_path, monkeypatch, mcp=McpConfig(servers=[time_server()]))
     task = await _started(daemon, notify)

@@ -13,5 +13,6 @@ the units and their hardening, start the three kinds of service with the real da
 
 Modules, each importing only those before it: ``common`` (Fail, sh, Runner…),
 ``iris_unit`` (one IRIS unit: systemctl, its logs, ``iris status``), ``voice`` (the spoken
-turn), ``service`` and ``install`` (the steps); ``__main__`` runs them in order.
+turn), ``resources`` (the units' limits and strict file system, on the running daemons),
+``service`` and ``install`` (the steps); ``__main__`` runs them in order.
 """

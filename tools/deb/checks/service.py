@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from tools.deb.checks import voice
+from tools.deb.checks import resources, voice
 from tools.deb.checks.common import USERS, Fail, session_env, sh, show, wait_for
 from tools.deb.checks.iris_unit import check_instance, daemon_log, logs, scope, start, started
 
@@ -171,6 +171,7 @@ def steps(params: dict, ctx: dict) -> list:
             lambda: voice.spoken_turn(params, ctx),
             False,
         ),
+        *resources.steps(),
         ("every IRIS stayed up; without PipeWire, audio problems are logged", stayed_up, False),
         (f"systemctl stop: each IRIS exits 0 within {STOP_LIMIT_S:.0f} s", stop_all, False),
     ]
