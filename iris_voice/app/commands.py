@@ -124,8 +124,9 @@ class ControlCommands:
         """Liveness."""
         return {"pid": os.getpid()}
 
-    async def status(self, _req: dict[str, Any]) -> dict[str, Any]:
-        """``iris status``: the snapshot, with the model server probed now."""
+    async def status(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris status``: the snapshot, with the model server probed now; ``lag_window_s``
+        (0 < s ≤ 60) adds the loop lag of the last s seconds."""
         try:
             version = await asyncio.wait_for(self.backend.version(), self.cfg.llm.connect_timeout_s + 1)
             self.health.reachable, self.health.error = True, ""
@@ -136,6 +137,12 @@ class ControlCommands:
             probe = {}
         snap = self.snapshot()
         snap["llm"].update(probe)
+        window = req.get("lag_window_s")
+        if window is not None:
+            if not isinstance(window, int | float) or isinstance(window, bool) or not 0 < window <= 60:
+                raise IrisError(Code.BAD_REQUEST, "lag_window_s must be a number of seconds in (0, 60]")
+            if self.looplag is not None:
+                snap["loop_lag_ms"] = self.looplag.snapshot(window_s=float(window))
         return snap
 
     async def listen(self, _req: dict[str, Any]) -> dict[str, Any]:

@@ -88,24 +88,32 @@ class LoopLagMonitor:
                 return min(_upper_edge_ms(bucket), self.max_ms)
         return self.max_ms  # not reached: the counts add up to samples
 
-    def recent(self, now: float) -> tuple[float | None, float | None, int]:
-        """(p99, max, count) of the wake-ups in the last ``window_s`` before ``now``."""
-        since = now - self.window_s
+    def recent(self, now: float, window_s: float | None = None) -> tuple[float | None, float | None, int]:
+        """(p99, max, count) of the wake-ups in the last ``window_s`` (default: the whole
+        window kept) before ``now``."""
+        since = now - min(self.window_s, window_s if window_s is not None else self.window_s)
         lags = sorted(lag for t, lag in zip(self._times, self._lags, strict=True) if t >= since)
         if not lags:
             return None, None, 0
         return lags[math.ceil(0.99 * len(lags)) - 1], lags[-1], len(lags)
 
-    def snapshot(self, now: float | None = None) -> dict[str, Any]:
-        """The figures for ``iris status``: milliseconds, rounded to 0.1."""
-        p99, worst, count = self.recent(time.monotonic() if now is None else now)
-        return {
+    def snapshot(self, now: float | None = None, window_s: float | None = None) -> dict[str, Any]:
+        """The figures for ``iris status``: milliseconds, rounded to 0.1; with ``window_s``
+        also those of the last ``window_s`` seconds (a benchmark's view of one input)."""
+        now = time.monotonic() if now is None else now
+        p99, worst, count = self.recent(now)
+        snap = {
             "interval_ms": round(self.interval_s * 1000),
             "samples": self.samples,
             "p99": _round(self.p99_ms()),
             "max": round(self.max_ms, 1),
             "last_minute": {"p99": _round(p99), "max": _round(worst), "samples": count},
         }
+        if window_s is not None:
+            p99, worst, count = self.recent(now, window_s)
+            seconds = min(window_s, self.window_s)
+            snap["window"] = {"seconds": seconds, "p99": _round(p99), "max": _round(worst), "samples": count}
+        return snap
 
 
 def _round(ms: float | None) -> float | None:

@@ -73,3 +73,15 @@ def test_a_timer_run_early_is_not_a_negative_lag() -> None:
     monitor = LoopLagMonitor()
     monitor.record(-0.001, now=1.0)
     assert monitor.max_ms == 0.0 and monitor.recent(now=1.0)[0] == 0.0
+
+
+def test_a_window_shows_only_its_own_seconds() -> None:
+    """``iris status`` with ``lag_window_s``: what one hostile input cost, not what came before."""
+    m = LoopLagMonitor(interval_s=0.05, window_s=60)
+    m.record(400.0, now=100.0)  # a stall 30 s ago
+    for i in range(40):
+        m.record(2.0, now=125.0 + i * 0.05)
+    snap = m.snapshot(now=130.0, window_s=5)
+    assert snap["window"] == {"seconds": 5, "p99": 2.0, "max": 2.0, "samples": 40}
+    assert snap["last_minute"]["max"] == 400.0
+    assert m.snapshot(now=130.0, window_s=600)["window"]["seconds"] == 60  # no further back than kept

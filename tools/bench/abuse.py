@@ -54,6 +54,7 @@ class Figures:
     name: str
     lag_max_ms: float | None = None
     """Worst event-loop lag the daemon's own monitor saw during the class."""
+    lag_p99_ms: float | None = None
     ping_max_ms: float = 0.0
     """Worst control-socket ping latency seen from outside."""
     ping_p99_ms: float = 0.0
@@ -114,13 +115,14 @@ class PingProbe:
         self._thread.join(15)
 
 
-def _lag(daemon: LiveDaemon) -> float | None:
-    """The loop-lag monitor's worst lag over its recent window (None when the daemon has none)."""
+def _lag(daemon: LiveDaemon, seconds: float) -> tuple[float | None, float | None]:
+    """(p99, max) of the daemon's own loop-lag monitor over the last ``seconds`` (None: no monitor)."""
     try:
-        lag = daemon.status().get("loop_lag_ms") or {}
+        answer = daemon.request("status", timeout=30, lag_window_s=min(60.0, max(0.5, seconds)))
     except (IrisError, OSError):
-        return None
-    return lag.get("recent_max", lag.get("max"))
+        return None, None
+    window = (answer.get("loop_lag_ms") or {}).get("window") or {}
+    return window.get("p99"), window.get("max")
 
 
 def measure(daemon: LiveDaemon, name: str, action: Callable[[], str]) -> Figures:
@@ -129,6 +131,7 @@ def measure(daemon: LiveDaemon, name: str, action: Callable[[], str]) -> Figures
     pid = daemon.proc.pid
     cpu0, rss0, _, _ = proc_stats(pid)
     fig = Figures(name)
+    t0 = time.monotonic()
     with PingProbe(daemon.socket_path) as probe:
         try:
             fig.outcome = action()
@@ -139,7 +142,7 @@ def measure(daemon: LiveDaemon, name: str, action: Callable[[], str]) -> Figures
     if fig.alive:
         cpu1, rss1, _, _ = proc_stats(pid)
         fig.cpu_s, fig.rss_mb = cpu1 - cpu0, rss1 - rss0
-        fig.lag_max_ms = _lag(daemon)
+        fig.lag_p99_ms, fig.lag_max_ms = _lag(daemon, time.monotonic() - t0)
     if probe.latencies:
         fig.ping_max_ms = max(probe.latencies)
         fig.ping_p99_ms = statistics.quantiles(probe.latencies, n=100)[98] if len(probe.latencies) > 2 else 0
