@@ -286,23 +286,25 @@ CLASSES = ("model", "mcp", "socket", "cli")
 
 def report(rows: list[Figures]) -> None:
     """The table, and the goals beside it."""
-    print(
-        f"\n{'class':34} {'lag max':>8} {'ping max':>9} {'ping p99':>9} {'CPU s':>7} {'RSS MB':>7}  outcome"
-    )
+    head = f"{'lag p99':>8} {'lag max':>8} {'ping max':>9} {'ping p99':>9} {'CPU s':>7} {'RSS MB':>7}"
+    print(f"\n{'class':34} {head}  outcome")
     for r in rows:
         lag = f"{r.lag_max_ms:.0f}" if r.lag_max_ms is not None else "-"
+        p99 = f"{r.lag_p99_ms:.0f}" if r.lag_p99_ms is not None else "-"
         up = "" if r.alive else "  DAEMON EXITED"
+        notes = "  (" + "; ".join(r.notes) + ")" if r.notes else ""
         print(
-            f"{r.name[:34]:34} {lag:>8} {r.ping_max_ms:9.0f} {r.ping_p99_ms:9.0f} {r.cpu_s:7.2f}"
-            f" {r.rss_mb:+7.1f}  {r.outcome}{up}{'  (' + '; '.join(r.notes) + ')' if r.notes else ''}"
+            f"{r.name[:34]:34} {p99:>8} {lag:>8} {r.ping_max_ms:9.0f} {r.ping_p99_ms:9.0f} {r.cpu_s:7.2f}"
+            f" {r.rss_mb:+7.1f}  {r.outcome}{up}{notes}"
         )
     lags = [r.lag_max_ms for r in rows if r.lag_max_ms is not None]
+    p99s = [r.lag_p99_ms for r in rows if r.lag_p99_ms is not None]
     worst = max(lags) if lags else None
-    ok = worst is not None and worst <= 250 and all(r.alive for r in rows)
-    shown = f"{worst:.0f}" if worst is not None else "-"
+    worst_p99 = max(p99s) if p99s else None
     alive = all(r.alive for r in rows)
-    print(f"\nworst loop lag {shown} ms (goal ≤ 250 ms max); daemon up after every class: {alive}")
-    print(f"-> {'OK' if ok else 'MISS'}")
+    ok = worst is not None and worst <= 250 and (worst_p99 or 0) <= 100 and alive
+    print(f"\nworst loop lag: p99 {worst_p99} ms (goal ≤ 100), max {worst} ms (goal ≤ 250)")
+    print(f"daemon up after every class: {alive}\n-> {'OK' if ok else 'MISS'}")
 
 
 def main() -> int:
