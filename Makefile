@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures
 
@@ -112,6 +112,15 @@ deb: deb-deps
 # The spoken turn needs the test bed: the GGUF for the test server and the spoken fixture.
 test-deb: deb-deps setup
 	$(SUDO) env IRIS_CACHE=$(IRIS_CACHE) $(PYTHON) -m tools.deb.install_test
+
+# Hostile input against the live daemon on virtual devices: loop lag, CPU, RSS and what the
+# user got, per class (a broken model, MCP server, control-socket client, CLI input).
+bench-abuse: setup audio-deps
+	$(BIN)/python -m tools.bench.abuse
+
+# 200 mixed turns through the live daemon: RSS, file descriptors, threads, timers fired once.
+soak: setup audio-deps
+	$(BIN)/python -m tools.bench.soak $(if $(TURNS),--turns $(TURNS))
 
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup
