@@ -14,6 +14,9 @@ before a period. Text that never reaches a sentence end is not held for ever: a
 sentence longer than ``max_chars`` is cut at its last clause break (``,`` ``;`` ``:``
 or a dash, then whitespace) in the second half of the limit, else at its last
 whitespace, else at the limit itself. So the buffer stays bounded and speech goes on.
+
+Each candidate end is decided in one place (``_ends_sentence``) and every cut goes
+through ``_cut``: a rule for cutting earlier (say, a first clause) belongs there.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Each generator returns a reply of exactly ``n`` characters. The sentence splitter met
 runs of end punctuation without whitespace (``dots``, ``bangs``), sentences that never
 end because the next word is lower-case (``lowercase_sentences``) and words that never
-end (``one_word``); the speech filter met a ``{"`` that never closes (``json_blob``,
-``nested_objects``), an unclosed ``<tool_call>`` block (``open_tool_call``), stray
+end (``one_word``). The speech filter and ``extract_calls`` met a ``{"`` that never
+closes (``json_blob``, ``nested_objects``), objects with markup deep inside
+(``nested_with_markup``), an unclosed ``<tool_call>`` block (``open_tool_call``), stray
 opening tags (``unclosed_tags``) and an unclosed code fence (``open_fence``). The unit
 tests and the ``tools.bench.text_paths`` benchmark stream them with ``chunks``.
 """
@@ -57,6 +58,13 @@ def nested_objects(n: int) -> str:
     return _fill(lambda _i: '{"a": ', n)
 
 
+def nested_with_markup(n: int) -> str:
+    """``{"a": {"a": … "```" … }}``: objects that close, with markup at the bottom, so that
+    the scanner has to look inside every level of them."""
+    depth = max(0, (n - 5) // 7)
+    return ('{"a": ' * depth + '"```"' + "}" * depth + " " * n)[:n]
+
+
 def open_tool_call(n: int) -> str:
     """A ``<tool_call>`` block that never closes, full of JSON-looking text."""
     return _fill(lambda i: "<tool_call>" if i == 0 else f'{{"name": "k{i}", "arguments": [', n)
@@ -83,6 +91,7 @@ SPLITTER_INPUTS: dict[str, Callable[[int], str]] = {
 FILTER_INPUTS: dict[str, Callable[[int], str]] = {
     "json_blob": json_blob,
     "nested_objects": nested_objects,
+    "nested_with_markup": nested_with_markup,
     "open_tool_call": open_tool_call,
     "unclosed_tags": unclosed_tags,
     "open_fence": open_fence,
