@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
+import iris_voice.llm
+from iris_voice.llm.textcalls import HOLD_LIMIT, SpeakableFilter, TextCall, extract_calls, strip_markup
+from tests.support import hostile
+from tests.support.regex_reads import count_reads
 
 KNOWN = {"calculator", "get_current_time", "set_timer"}
 CALC = '{"name": "calculator", "arguments": {"expression": "23*47"}}'
@@ -20,9 +23,11 @@ def calls_of(text: str) -> list[tuple[str, dict]]:
     return [(c.name, c.arguments) for c in extract_calls(text, KNOWN)[0]]
 
 
-def stream(text: str, sizes: list[int] | None = None, known=KNOWN) -> tuple[str, SpeakableFilter]:
+def stream(
+    text: str, sizes: list[int] | None = None, known=KNOWN, limit: int = HOLD_LIMIT
+) -> tuple[str, SpeakableFilter]:
     """Feed ``text`` in chunks of the given sizes (one char each by default)."""
-    filt = SpeakableFilter(known)
+    filt = SpeakableFilter(known, hold_limit=limit)
     out, pos = [], 0
     for size in sizes or [1] * len(text):
         out.append(filt.feed(text[pos : pos + size]))
@@ -310,3 +315,108 @@ def test_filter_agrees_at_every_split_point(text):
         assert spoken == strip_markup(rest), cut
         assert filt.calls == calls
     assert stream(text)[0] == strip_markup(rest)
+
+
+# --- the hold limit: what the filter holds back, and what that costs ----------------------
+
+
+def test_a_blob_that_never_closes_is_spoken_once_past_the_hold_limit():
+    text = hostile.json_blob(3 * HOLD_LIMIT)
+    filt = SpeakableFilter(KNOWN)
+    spoken, fed = "", 0
+    for delta in hostile.chunks(text):
+        spoken += filt.feed(delta)
+        fed += len(delta)
+        assert fed - len(spoken) <= HOLD_LIMIT + 3  # never more held back than the limit
+    assert spoken + filt.flush() == strip_markup(extract_calls(text, KNOWN)[1]) == text
+
+
+@pytest.mark.parametrize("name", sorted(hostile.FILTER_INPUTS))
+def test_hostile_replies_say_what_the_whole_reply_says(name):
+    text = hostile.FILTER_INPUTS[name](3 * HOLD_LIMIT)
+    assert stream(text, [3] * len(text))[0] == strip_markup(extract_calls(text, KNOWN)[1])
+
+
+def test_a_call_longer_than_the_hold_limit_is_spoken_not_held():
+    # The documented difference: the whole reply still holds a call, the stream had
+    # long released it as text.
+    call = json.dumps({"name": "calculator", "arguments": {"expression": "1+" * HOLD_LIMIT + "1"}})
+    text = f"Sure. {call} Done."
+    calls, rest = extract_calls(text, KNOWN)
+    assert [c.name for c in calls] == ["calculator"] and rest == "Sure. Done."
+    spoken, filt = stream(text, [3] * len(text))
+    assert spoken == text and filt.calls == []
+
+
+def test_a_tag_block_longer_than_the_hold_limit_is_dropped_without_its_calls():
+    text = "Ok. <tool_call>" + CALC + " " * HOLD_LIMIT + "</tool_call> Done."
+    calls, rest = extract_calls(text, KNOWN)
+    assert [c.name for c in calls] == ["calculator"] and rest == "Ok. Done."
+    spoken, filt = stream(text, [3] * len(text))
+    assert spoken == "Ok. Done." and filt.calls == []
+
+
+def test_a_fence_longer_than_the_hold_limit_is_spoken_as_it_comes():
+    code = "x = 1\n" * HOLD_LIMIT
+    text = "Here:\n```python\n" + code + "```\nDone. " + CALC + " Bye."
+    filt = SpeakableFilter(KNOWN)
+    out = [filt.feed(delta) for delta in hostile.chunks(text)]
+    assert "x = 1" in "".join(out[: 2 * HOLD_LIMIT // 3])  # its code spoken before it closed
+    spoken = "".join(out) + filt.flush()
+    assert spoken == strip_markup(extract_calls(text, KNOWN)[1])
+    assert [c.name for c in filt.calls] == ["calculator"]
+
+
+LIMIT_PIECES = [*PIECES, "{", "}", "]", '"a": ', "```", "<tool_call>", " " * 7]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(LIMIT_PIECES), max_size=12),
+    st.randoms(use_true_random=False),
+    st.sampled_from([6, 20, 60]),
+)
+def test_past_the_hold_limit_any_chunking_says_the_same(pieces, rnd, limit):
+    text = "".join(pieces)
+    whole, whole_filt = stream(text, [len(text)], limit=limit)
+    spoken, filt = stream(text, [rnd.randint(1, 9) for _ in text], limit=limit)
+    assert spoken == whole
+    assert filt.calls == whole_filt.calls
+    assert "<tool_call" not in spoken.lower() and "```" not in spoken
+
+
+@pytest.mark.parametrize("name", sorted(hostile.SPLITTER_INPUTS | hostile.FILTER_INPUTS))
+def test_a_stream_costs_linear_time(name, monkeypatch):
+    reads = count_reads(monkeypatch, iris_voice.llm)
+    bound = 15  # characters read per character of the reply, at most
+    make = {**hostile.SPLITTER_INPUTS, **hostile.FILTER_INPUTS}[name]
+
+    def cost(n: int) -> int:
+        before, text, filt = reads.chars, make(n), SpeakableFilter(KNOWN)
+        for delta in hostile.chunks(text):
+            filt.feed(delta)
+            if reads.chars - before > bound * n:
+                return reads.chars - before  # a quadratic filter fails now, not in minutes
+        filt.flush()
+        strip_markup(extract_calls(text, KNOWN)[1])
+        return reads.chars - before
+
+    small, large = cost(1000), cost(16000)
+    assert large <= bound * 16000 and large <= 20 * small  # 16 times the text, not 256 times the work
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": ' * 4000 + '"```"' + "}" * 4000,
+        '{"name": ' * 4000 + '"<tool_call>"' + "}" * 4000,
+        '{"name" ' * 4000 + "}" * 4000,
+        '{"name": "calculator", "x": "```", "y": ' * 2000 + "1" + "}" * 2000,
+    ],
+    ids=["markup", "name-markup", "invalid", "call-like"],
+)
+def test_nested_objects_with_markup_cost_linear_time(text, monkeypatch):
+    # Markup inside a data object makes the scanner look inside it: every level once.
+    reads = count_reads(monkeypatch, iris_voice.llm)
+    extract_calls(text, KNOWN)
+    assert reads.chars <= 10 * len(text)
