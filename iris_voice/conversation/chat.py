@@ -28,7 +28,7 @@ from iris_voice.errors import Code, LlmError
 from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.sentences import SentenceSplitter, split_sentences
-from iris_voice.llm.textcalls import SpeakableFilter, extract_calls, strip_markup
+from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
 from iris_voice.tools.registry import CALL_LEAD_IN, ToolRegistry, ToolResult, spoken
 from iris_voice.tools.render import manifest, render
 
@@ -120,14 +120,19 @@ class ChatLoop:
             allow_tools = calls_made < limit and len(self.registry) > 0
             trace.rounds += 1
             content, structured, said = "", [], 0
-            async for sentence, chunk_content, chunk_calls in self._one_round(turn, allow_tools, trace):
+            written: list[TextCall] = []  # calls written as text, as the speech filter decided them
+            async for sentence, chunk_content, chunk_calls in self._one_round(
+                turn, allow_tools, trace, written
+            ):
                 if sentence is not None and (sentence := clean_sentence(sentence)):
                     said += 1
                     yield sentence
                 content += chunk_content
                 structured.extend(chunk_calls)
-            found, remainder = extract_calls(content, self.registry.names())
-            calls = structured or [(c.name, c.arguments) for c in found]
+            # The calls to run are the ones the speech filter held back: what was spoken is
+            # never run (a call too long for the filter to hold was spoken, so it is not a call).
+            _, remainder = extract_calls(content, self.registry.names())
+            calls = structured or [(c.name, c.arguments) for c in written]
             if not calls or not allow_tools:
                 return
             keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
@@ -168,8 +173,9 @@ class ChatLoop:
         """True when every call of the round ran, succeeded and may be spoken as is."""
         return 0 < len(results) == asked and all(r.direct for r in results)
 
-    async def _one_round(self, turn: Turn, allow_tools: bool, trace: TurnTrace):
-        """Stream one model reply: yields (sentence|None, content delta, structured calls)."""
+    async def _one_round(self, turn: Turn, allow_tools: bool, trace: TurnTrace, written: list[TextCall]):
+        """Stream one model reply: yields (sentence|None, content delta, structured calls);
+        ``written`` receives the calls written as text that the speech filter swallowed."""
         tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
         speak = SpeakableFilter(self.registry.names())
         splitter = SentenceSplitter()
@@ -194,12 +200,13 @@ class ChatLoop:
                 self.mode = ToolMode.TEXT
                 if trace.execution_path == ExecutionPath.NATIVE:
                     trace.execution_path = ExecutionPath.TEXT
-                async for item in self._one_round(turn, allow_tools, trace):
+                async for item in self._one_round(turn, allow_tools, trace, written):
                     yield item
                 return
             raise
         for sentence in splitter.feed(speak.flush()):
             yield sentence, "", []
+        written.extend(speak.calls)
         tail = splitter.flush()
         if tail:
             tail = strip_markup(tail).strip()

@@ -9,10 +9,12 @@ filter's and the splitter's limits all along.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from iris_voice.config import LlmConfig
 from iris_voice.conversation.responder import ask
 from iris_voice.llm.sentences import MAX_SENTENCE
 from iris_voice.llm.textcalls import HOLD_LIMIT
@@ -84,3 +86,26 @@ async def test_the_turn_records_the_whole_reply():
     reply = hostile.lowercase_sentences(4000)
     trace = await ask(chat_assistant(ScriptedBackend(reply), ToolRegistry()), "go on")
     assert letters(trace.reply) == letters(reply)
+
+
+async def test_a_call_too_long_to_hold_is_spoken_and_not_run() -> None:
+    """What the speech filter released was heard, so it is not a call: nothing runs twice over."""
+    padded = json.dumps({"name": "multiply", "arguments": {"a": 2, "b": 3, "note": "x" * (2 * HOLD_LIMIT)}})
+    ran: list[tuple[int, int]] = []
+
+    def multiply(a: int, b: int, note: str = "") -> int:
+        """Multiply two integers."""
+        ran.append((a, b))
+        return a * b
+
+    tools = ToolRegistry()
+    tools.add_function(multiply)
+    loop = chat_assistant(ScriptedBackend(padded, "Done."), tools, LlmConfig())
+    trace = await ask(loop, "2 times 3")
+    assert ran == [] and trace.tool_calls == []
+    # and a call the filter did hold is run, as before
+    ran.clear()
+    short = json.dumps({"name": "multiply", "arguments": {"a": 2, "b": 3}})
+    loop = chat_assistant(ScriptedBackend(short, "It is 6."), tools, LlmConfig())
+    trace = await ask(loop, "2 times 3")
+    assert ran == [(2, 3)] and trace.reply == "It is 6."
