@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from iris_voice import config
 from iris_voice.cli.main import main
 from iris_voice.errors import ConfigError
-from tests.support.hostile_local import deep_toml, invalid_utf8_toml
+from tests.support.hostile.local_user import deep_toml, invalid_utf8_toml
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from iris_voice.app.control import ControlServer, request
 from iris_voice.app.runtime import runtime_dir
 from iris_voice.cli.main import main
 from iris_voice.errors import Code, IrisError
-from tests.support.hostile_local import (
+from tests.support.hostile.local_user import (
     ENDLESS,
     GARBAGE_REPLIES,
     deep_json,

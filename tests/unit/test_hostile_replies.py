@@ -19,8 +19,8 @@ from iris_voice.conversation.responder import ask
 from iris_voice.llm.sentences import MAX_SENTENCE
 from iris_voice.llm.textcalls import HOLD_LIMIT
 from iris_voice.tools.registry import ToolRegistry
-from tests.support import hostile
 from tests.support.fakes import ScriptedBackend, chat_assistant
+from tests.support.hostile import replies as hostile
 
 
 def letters(text: str) -> int:

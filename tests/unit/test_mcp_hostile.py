@@ -28,7 +28,7 @@ from iris_voice.tools.mcp.manager import BROWSE_TOOL
 from iris_voice.tools.mcp.results import MAX_RESULT_CHARS
 from iris_voice.tools.mcp.schema import check_arguments
 from iris_voice.tools.render import FORMATS, SYSTEM_TOOL_INSTRUCTIONS, render
-from tests.support import hostile_mcp
+from tests.support.hostile import tool_servers as hostile_mcp
 from tests.support.mcp_servers import FLAKY, FLAKY_ENV, PY, execute, flaky, hostile, http_flaky, running
 
 pytestmark = pytest.mark.timeout(120)

@@ -21,7 +21,7 @@ from iris_voice.app import control, runtime
 from iris_voice.app.runtime import InstanceLock, runtime_dir
 from iris_voice.cli.main import main
 from iris_voice.errors import Code, IrisError, exit_code
-from tests.support.hostile_local import NOBODY, plant_foreign_dir, plant_symlink
+from tests.support.hostile.local_user import NOBODY, plant_foreign_dir, plant_symlink
 
 UID = os.getuid()
 

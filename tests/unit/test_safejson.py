@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.safejson import MAX_DEPTH, loads, loads_object, nesting_exceeds, one_line
-from tests.support.hostile_local import deep_json, unclosed_json
+from tests.support.hostile.local_user import deep_json, unclosed_json
 
 
 @pytest.mark.parametrize("kind", ["array", "object"])

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import iris_voice.llm
 from iris_voice.llm import sentences
 from iris_voice.llm.sentences import MAX_SENTENCE, SentenceSplitter, split_sentences
-from tests.support import hostile
+from tests.support.hostile import replies as hostile
 from tests.support.regex_reads import count_reads
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import iris_voice.llm
 from iris_voice.llm.textcalls import HOLD_LIMIT, SpeakableFilter, TextCall, extract_calls, strip_markup
-from tests.support import hostile
+from tests.support.hostile import replies as hostile
 from tests.support.regex_reads import count_reads
 
 KNOWN = {"calculator", "get_current_time", "set_timer"}

@@ -20,7 +20,7 @@ from iris_voice.timers.store import TimerRow, TimerStore
 from iris_voice.tools.builtin.timers import make_timer_tools
 from iris_voice.tools.registry import ToolRegistry
 from tests.support.fakes_clock import FakeClock
-from tests.support.hostile_timers import BAD_ROWS, DAMAGED_FILES, insert_raw_row
+from tests.support.hostile.timer_db import BAD_ROWS, DAMAGED_FILES, insert_raw_row
 from tests.support.timer_harness import T0, Harness
 
 

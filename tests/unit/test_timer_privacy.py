@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.timers.store import TimerStore
-from tests.support.hostile_timers import DAMAGED_FILES
+from tests.support.hostile.timer_db import DAMAGED_FILES
 
 
 def mode(path: Path) -> int:

@@ -40,7 +40,8 @@ from typing import Any
 import httpx
 
 from iris_voice.errors import IrisError
-from tools.testbed import hostile
+from tests.support.hostile import local_user as hostile_local
+from tests.support.hostile import replies as hostile_text
 from tools.testbed.audiobed import VirtualAudio
 from tools.testbed.voicebed import ROOT, LiveDaemon
 
@@ -174,7 +175,7 @@ def model_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
 
         return run
 
-    return {name: reply(text) for name, text in hostile.model_replies().items()}
+    return {name: reply(text) for name, text in hostile_text.model_replies().items()}
 
 
 def _call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -227,7 +228,7 @@ def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(30)
             s.connect(str(daemon.socket_path))
-            s.sendall(hostile.deep_json(100_000) + b"\n")
+            s.sendall(hostile_local.deep_json(100_000).encode() + b"\n")
             try:
                 return "answered: " + s.recv(200).decode(errors="replace").strip()[:80]
             except TimeoutError:
@@ -268,14 +269,14 @@ def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
         return f"exit {proc.returncode}{' WITH TRACEBACK' if traceback else ''}: {last}"
 
     def deep_args(daemon: LiveDaemon) -> str:
-        return run(["tools", "call", "calculator", hostile.deep_json(30_000).decode()])
+        return run(["tools", "call", "calculator", hostile_local.deep_json(30_000)])
 
     def bad_config(daemon: LiveDaemon) -> str:
         with tempfile.TemporaryDirectory() as tmp:
             bad = Path(tmp) / "bad.toml"
-            bad.write_bytes(hostile.invalid_utf8_toml())
+            bad.write_bytes(hostile_local.invalid_utf8_toml())
             first = run(["check-config", str(bad)])
-            bad.write_bytes(hostile.deep_toml(10_000))
+            bad.write_text(hostile_local.deep_toml(10_000))
             return f"invalid UTF-8: {first}; 10k-deep: {run(['check-config', str(bad)])}"
 
     return {"cli: 30k-deep JSON arguments": deep_args, "cli: broken config files": bad_config}

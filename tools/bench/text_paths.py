@@ -29,7 +29,7 @@ from pathlib import Path
 
 from iris_voice.llm.sentences import SentenceSplitter
 from iris_voice.llm.textcalls import SpeakableFilter, extract_calls, strip_markup
-from tests.support import hostile
+from tests.support.hostile import replies as hostile
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = {"calculator", "get_current_time", "set_timer"}

@@ -17,7 +17,7 @@ from iris_voice.tools.registry import ToolRegistry, ToolResult
 FLAKY = str(Path(__file__).parent / "flaky_server.py")
 PY = sys.executable
 ROOT = str(Path(__file__).parents[3])
-"""The repository root: the flaky server imports tests.support.hostile_mcp from there."""
+"""The repository root: the flaky server imports tests.support.hostile.tool_servers from there."""
 FLAKY_ENV = {"PYTHONPATH": ROOT}
 """What the flaky server needs in its environment (a stdio server gets only a safe default)."""
 

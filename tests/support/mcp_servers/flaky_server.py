@@ -34,7 +34,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import ErrorData
 from mcp.types import Tool as McpTool
 
-from tests.support import hostile_mcp
+from tests.support.hostile import tool_servers as hostile_mcp
 
 # Invalid JSON Schema, as real servers write it: a property that is not a schema and a
 # required list that is a string.

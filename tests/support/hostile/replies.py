@@ -103,3 +103,17 @@ def chunks(text: str, size: int = 3) -> Iterator[str]:
     """``text`` in deltas of ``size`` characters, as a model streams it."""
     for i in range(0, len(text), size):
         yield text[i : i + size]
+
+
+def model_replies(size: int = 8000) -> dict[str, str]:
+    """The broken model's replies of the abuse benchmark, by name (each ``size`` characters)."""
+    return {
+        f"model: {size:,} dots": dots(size),
+        f"model: {size:,} of !?": bangs(size),
+        f"model: {size:,} lowercase sentences": lowercase_sentences(size),
+        f"model: one {size:,}-letter word": one_word(size),
+        f'model: {{" + {size:,} characters': json_blob(size),
+        f"model: {size:,} of nested objects": nested_objects(size),
+        f"model: {size:,} of unclosed <tool_call": unclosed_tags(size),
+        f"model: an open fence of {size:,}": open_fence(size),
+    }
