@@ -116,6 +116,7 @@ test-deb: deb-deps setup
 # Hostile input against the live daemon on virtual devices: loop lag, CPU, RSS and what the
 # user got, per class (a broken model, MCP server, control-socket client, CLI input).
 bench-abuse: setup audio-deps
+	$(BIN)/python -m tools.bench.text_paths --sizes 2000,16000 --budget 3
 	$(BIN)/python -m tools.bench.abuse
 
 # 200 mixed turns through the live daemon: RSS, file descriptors, threads, timers fired once.

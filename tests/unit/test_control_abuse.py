@@ -3,7 +3,7 @@ connections, and daemons that answer garbage.
 
 The server side runs a real ``ControlServer`` on a temporary socket; the client side runs
 ``iris`` (``main([...])``) against a fake daemon in a thread. The hostile inputs come
-from ``tests/support/hostile_local.py``.
+from ``tests/support/hostile/local_user.py``.
 """
 
 from __future__ import annotations

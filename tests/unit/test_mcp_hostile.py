@@ -2,7 +2,7 @@
 
 Every server here is the real FastMCP test server over stdio
 (tests/support/mcp_servers/flaky_server.py, ``--hostile KIND``); the payloads come
-from tests/support/hostile_mcp.py. Responsiveness is asserted with a ticker task whose
+from tests/support/hostile/tool_servers.py. Responsiveness is asserted with a ticker task whose
 largest gap between 10 ms sleeps must stay under a generous bound, never with exact times.
 """
 

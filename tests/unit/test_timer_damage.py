@@ -1,6 +1,6 @@
 """A damaged timers database or one bad row never takes IRIS down: the file is moved aside
 for a new one (and IRIS says so), a bad row is set aside, and ``TimerService.run`` outlives
-any failed cycle. The hostile inputs are in tests/support/hostile_timers.py."""
+any failed cycle. The hostile inputs are in tests/support/hostile/timer_db.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """CPU time of a streamed reply's text paths on hostile replies, here and at another revision.
 
-Each hostile reply of ``tests/support/hostile.py`` is streamed in 3-character deltas (as
+Each hostile reply of ``tests/support/hostile/replies.py`` is streamed in 3-character deltas (as
 the scripted backend streams) through the sentence splitter, through the tool-call speech
 filter, and through both in a row as the chat loop chains them; ``extract_calls`` and
 ``strip_markup`` read it whole. Printed: CPU seconds per reply, size and path.
