@@ -221,6 +221,14 @@ def mcp_servers() -> list[dict[str, Any]]:
     return [s.model_dump(exclude_defaults=True) for s in (flaky(), hostile("names", "schemas"))]
 
 
+def _ping(daemon: LiveDaemon) -> str:
+    try:
+        answer = daemon.request("ping", timeout=10)
+    except (IrisError, OSError) as exc:
+        return f"failed ({exc})"[:80]
+    return "answered" if answer.get("ok") else f"refused ({answer.get('error')})"[:80]
+
+
 def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
     """A hostile local user on the control socket."""
 
@@ -245,13 +253,14 @@ def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
             except OSError:
                 refused += 1
                 s.close()
-        try:
-            ok = daemon.request("ping", timeout=10).get("ok")
-        except (IrisError, OSError) as exc:
-            ok = f"failed ({exc})"
+        during = _ping(daemon)
         for s in held:
             s.close()
-        return f"1,100 idle connections ({refused} refused at connect); a new client's ping: {ok}"
+        time.sleep(0.5)
+        return (
+            f"1,100 idle connections ({refused} refused at connect); a ping while they are held: "
+            f"{during}; once they are gone: {_ping(daemon)}"
+        )
 
     return {"socket: 100k-deep JSON": deep, "socket: 1,100 idle connections": idle}
 
@@ -265,7 +274,8 @@ def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
             env={**env, **extra}, cwd=ROOT, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         traceback = "Traceback" in proc.stderr
-        last = (proc.stderr.strip().splitlines() or [""])[-1][:90]
+        said = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or [""]
+        last = said[-1][:90]
         return f"exit {proc.returncode}{' WITH TRACEBACK' if traceback else ''}: {last}"
 
     def deep_args(daemon: LiveDaemon) -> str:
