@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -221,6 +222,55 @@ def mcp_servers() -> list[dict[str, Any]]:
     return [s.model_dump(exclude_defaults=True) for s in (flaky(), hostile("names", "schemas"))]
 
 
+def timer_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
+    """A damaged timers database: every bad row a foreign writer could leave, while IRIS runs;
+    then a good timer must still fire (``timers: a damaged file at start`` is run last)."""
+    from tests.support.hostile.timer_db import BAD_ROWS, insert_raw_row
+
+    def bad_rows(daemon: LiveDaemon) -> str:
+        db = daemon.workdir / "state" / "iris" / "timers.db"
+        soon = time.time() + 1
+        for overrides in BAD_ROWS.values():
+            insert_raw_row(db, soon, **overrides)
+        call = {"name": "set_timer", "arguments": {"duration": "2 seconds", "label": "good"}}
+        _script(url, {"text": f"<tool_call>\n{json.dumps(call)}\n</tool_call>", "chunk": 32})
+        set_reply = daemon.request("ask", timeout=60, text="set a timer")["trace"]["reply"]
+        time.sleep(4)
+        daemon.request("stop", timeout=10)  # dismiss it
+        with sqlite3.connect(db) as conn:
+            fired = conn.execute(
+                "SELECT COUNT(*) FROM timers WHERE label = 'good' AND state = 'fired'"
+            ).fetchone()
+        return f"{len(BAD_ROWS)} bad rows inserted; {set_reply!r}; the good timer fired: {fired[0] == 1}"
+
+    return {"timers: 17 bad rows while running": bad_rows}
+
+
+def damaged_file_at_start(daemon: LiveDaemon) -> Figures:
+    """Stop IRIS, leave garbage where its database was, start it again: the figures of the new daemon."""
+    from tests.support.hostile.timer_db import write_random_bytes
+
+    daemon.terminate()
+    db = daemon.workdir / "state" / "iris" / "timers.db"
+    for side in ("-wal", "-shm"):
+        db.with_name(db.name + side).unlink(missing_ok=True)
+    write_random_bytes(db)
+    t0 = time.monotonic()
+    fig = Figures("timers: a damaged file at start")
+    try:
+        daemon.start()
+    except RuntimeError as exc:
+        fig.alive, fig.outcome = False, f"did not start: {exc}"[:160]
+        return fig
+    ready = time.monotonic() - t0
+    time.sleep(3)  # the announcement
+    kept = sorted(p.name for p in db.parent.glob("timers.db.corrupt-*"))
+    said = [line for line in daemon.log_tail(200).splitlines() if "damaged" in line.lower()]
+    fig.lag_p99_ms, fig.lag_max_ms = _lag(daemon, 60)
+    fig.outcome = f"READY in {ready:.1f} s; old file kept as {kept[:1]}; {len(said)} log lines about it"
+    return fig
+
+
 def _ping(daemon: LiveDaemon) -> str:
     try:
         answer = daemon.request("ping", timeout=10)
@@ -292,7 +342,7 @@ def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
     return {"cli: 30k-deep JSON arguments": deep_args, "cli: broken config files": bad_config}
 
 
-CLASSES = ("model", "mcp", "socket", "cli")
+CLASSES = ("model", "mcp", "socket", "cli", "timers")
 
 
 def report(rows: list[Figures]) -> None:
@@ -349,6 +399,8 @@ def main() -> int:
             plan.update(socket_classes())
         if "cli" in wanted:
             plan.update(cli_classes(daemon.env()))
+        if "timers" in wanted:
+            plan.update(timer_classes(url))
         for name, action in plan.items():
             fig = measure(daemon, name, lambda action=action: action(daemon))
             rows.append(fig)
@@ -356,6 +408,9 @@ def main() -> int:
             if not fig.alive:
                 print(daemon.log_tail(20))
                 daemon.start()
+        if "timers" in wanted:
+            rows.append(damaged_file_at_start(daemon))
+            print(f"  {rows[-1].name}: {rows[-1].outcome}", flush=True)
         report(rows)
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=2))
