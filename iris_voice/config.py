@@ -50,6 +50,7 @@ class LlmConfig(_Section):
     history_tokens: Annotated[int, Field(ge=0)] = 1500
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
+    warm_cache: bool = True
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     direct_return: list[str] | None = None
     """Tools whose answer is spoken as is, without a second model round (if they succeed);

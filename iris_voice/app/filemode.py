@@ -123,7 +123,10 @@ class FileTurns:
         )  # fmt: skip
         # Trailing silence lets the endpointer finish a question that runs to the file's end.
         pad = self.cfg.audio.vad_hangover_ms / 1000 + 0.5
-        source = WavSource(wav_in, trailing_silence_s=pad, pace=lambda: pipeline.busy)
+        # Real time also holds while the prompt cache is warmed: in the daemon that happens
+        # in the silence after a reply, which the file must not skip past.
+        warmer = self.responder.warmer
+        source = WavSource(wav_in, trailing_silence_s=pad, pace=lambda: pipeline.busy or warmer.busy)
         try:
             await pipeline.run(source)
         finally:

@@ -19,6 +19,7 @@ from iris_voice.conversation.fastpath import FastPath
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Producer, Turn, run_turn
+from iris_voice.conversation.warm import PromptWarmer
 from iris_voice.events import Event
 from iris_voice.llm.client import ChatBackend, OllamaBackend
 from iris_voice.tools.registry import ToolRegistry
@@ -37,6 +38,11 @@ class Responder(Protocol):
 
     async def warmup(self) -> None:
         """Load the models and fill their prompt caches."""
+        ...
+
+    def idle(self) -> None:
+        """IRIS has nothing to do (a reply or an announcement ended): bring the model's
+        prompt cache up to the conversation, until the next turn starts."""
         ...
 
 
@@ -59,12 +65,15 @@ class Assistant:
         fast: FastPath | None = None,
         boost: Boost | None = None,
         publish: Callable[[Event], None] | None = None,
+        warm_cache: bool = True,
     ) -> None:
         self.chat = chat
         self.conversation = conversation if conversation is not None else Conversation()
         self.fast = fast
         self.boost = boost
         self._publish = publish or (lambda _e: None)
+        self.warmer = PromptWarmer(chat.warmup, self.conversation, enabled=warm_cache)
+        """Keeps the server's prompt cache at the conversation while IRIS is idle."""
 
     @property
     def registry(self) -> ToolRegistry:
@@ -73,6 +82,7 @@ class Assistant:
 
     async def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
         """Answer one turn with whichever producer takes it (see the module notes)."""
+        self.warmer.cancel()  # the turn's own request must not queue behind a warm-up
         turn = Turn.start(text, self.conversation, trace)
         producer: Producer = self.boost if self.boost is not None else self.chat
         if self.fast is not None:
@@ -87,8 +97,13 @@ class Assistant:
         if self.fast is not None:
             await self.fast.warmup()
         await self.chat.warmup(self.conversation.messages())
+        self.warmer.warmed()
         if self.boost is not None:
             await self.boost.warmup()
+
+    def idle(self) -> None:
+        """Warm the prompt cache with the conversation as it is now (``PromptWarmer``)."""
+        self.warmer.idle()
 
 
 def build_responder(
@@ -108,4 +123,6 @@ def build_responder(
 
         boost = build_boost(cfg, chat)
     fast = FastPath(registry, publish=publish) if cfg.intents.enabled else None
-    return Assistant(chat, Conversation(bounds), fast=fast, boost=boost, publish=publish)
+    return Assistant(
+        chat, Conversation(bounds), fast=fast, boost=boost, publish=publish, warm_cache=llm.warm_cache
+    )

@@ -187,6 +187,7 @@ class VoicePipeline:
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._turn
                 self._turn = None
+            self._quiet()
 
     # -- commands -------------------------------------------------------------------
     def barge_in(self, how: str) -> None:
@@ -218,6 +219,12 @@ class VoicePipeline:
         self.listener.idle()
         self._set(State.LISTENING if self.listener.capturing else State.IDLE)
 
+    def _quiet(self) -> None:
+        """A turn or an announcement ended: if nothing waits, the model's prompt cache
+        catches up with the conversation while the user is quiet (the next turn cancels it)."""
+        if not self.answering:
+            self.responder.idle()
+
     async def announce(self, text: str, clip: tuple[np.ndarray, int] | None = None) -> SpokenReply | None:
         """Speak an announcement once no turn is running; None when it was cut off."""
         # Never over the user: wait for a running turn and for a question being asked.
@@ -235,6 +242,7 @@ class VoicePipeline:
                 raise
             finally:
                 self._after_speaking()
+                self._quiet()
 
     async def ask_text(self, text: str, speak: bool = False) -> dict[str, Any]:
         """A typed question (``iris ask`` through the daemon): the trace, spoken if ``speak``."""
@@ -249,6 +257,7 @@ class VoicePipeline:
         result = trace.to_dict()
         self.turns.append(result)
         self.turn_count += 1
+        self._quiet()
         return result
 
     # -- one voice turn ---------------------------------------------------------------
