@@ -142,6 +142,9 @@ class TtsConfig(_Section):
     length_scale: Annotated[float, Field(gt=0.3, le=3)] = 1.0
     """Speaking rate: below 1 is faster."""
     volume: Annotated[float, Field(gt=0, le=2)] = 1.0
+    first_clause_words: Annotated[int, Field(ge=0, le=20)] = 4
+    """A reply's first clause (",", ";", ":" or a dash after this many words) is spoken
+    before the sentence is complete; 0 waits for whole sentences."""
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -115,14 +115,15 @@ def build_responder(
     """The assistant ``cfg`` describes over ``registry``; ``backend`` replaces the Ollama
     server (tests)."""
     llm = cfg.llm
-    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish)
+    clause = cfg.tts.first_clause_words
+    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish, first_clause_words=clause)
     bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
     boost = None
     if cfg.boost.enabled:
         from iris_voice.conversation.boost import build_boost
 
         boost = build_boost(cfg, chat)
-    fast = FastPath(registry, publish=publish) if cfg.intents.enabled else None
+    fast = FastPath(registry, publish=publish, first_clause_words=clause) if cfg.intents.enabled else None
     return Assistant(
         chat, Conversation(bounds), fast=fast, boost=boost, publish=publish, warm_cache=llm.warm_cache
     )
