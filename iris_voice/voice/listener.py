@@ -28,6 +28,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSource
 from iris_voice.config import AudioConfig
 from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
+from iris_voice.speech.endpoint import TurnEnd
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
@@ -71,6 +72,7 @@ class Listener:
         publish: Callable[[Event], None],
         clock: Callable[[], float] = time.monotonic,
         wake_threshold: float = 0.5,
+        turn_end: TurnEnd | None = None,
     ) -> None:
         if cfg.activation == "wake_word" and wake is None:
             raise ValueError("activation 'wake_word' needs a wake-word detector")
@@ -79,6 +81,9 @@ class Listener:
         self.wake = wake
         self.wake_threshold = wake_threshold
         """Score at which the wake word counts (``wake.threshold``)."""
+        self.turn_end = turn_end
+        """Asks a turn detector at each pause (``audio.end_of_turn = "smart_turn"``); None:
+        a turn ends after ``audio.vad_hangover_ms`` of silence."""
         self._publish = publish
         self._clock = clock
         self._mode = ListenMode.IDLE
@@ -244,6 +249,10 @@ class Listener:
         if self._session is not None:
             self._session.feed(frame, speech)  # cheap: at most starts a decode task
         event = seg.process(FRAME_S, speech)
+        turn_end = self.turn_end
+        if event is None and turn_end is not None and seg.in_utterance:
+            if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture)):
+                event = seg.end_turn()
         if isinstance(event, UtteranceStarted):
             self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         elif isinstance(event, UtteranceEnded):
@@ -255,6 +264,8 @@ class Listener:
                 hangover_s=event.silence_s,
                 speech_end_s=self.position_s - event.silence_s,
                 session=self._session,
+                end_reason=event.reason,
+                turn_probability=turn_end.last if turn_end is not None else None,
             )
             self._session = None  # handed over with the utterance: the turn finishes it
             self._finish()
@@ -270,8 +281,12 @@ class Listener:
     def _start(self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False) -> None:
         """Open a capture with ``frames`` already in it (pre-roll)."""
         self._trigger = trigger
+        if self.turn_end is not None:
+            self.turn_end.reset()
+        # With a turn detector, silence alone ends a turn only after the long wait.
+        hangover_ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
         self._seg = Segmenter(
-            hangover_seconds=self.cfg.vad_hangover_ms / 1000,
+            hangover_seconds=hangover_ms / 1000,
             max_seconds=self.cfg.max_utterance_s,
             timeout_seconds=self.cfg.no_speech_timeout_s,
         )
