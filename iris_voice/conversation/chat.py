@@ -156,6 +156,8 @@ class ChatLoop:
                 if calls_made >= limit:
                     break
                 calls_made += 1
+                if not self.registry.read_only(name):
+                    await turn.confirmed()  # a speculative turn changes nothing until confirmed
                 res = await self.registry.call(name, args)
                 results.append(res)
                 trace.add_call(res)

@@ -8,6 +8,7 @@ run by ``run_turn``, which publishes the turn's events and records it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -31,9 +32,12 @@ class Responder(Protocol):
     conversation: Conversation
     """The history every turn reads and is written into."""
 
-    def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+    def sentences(
+        self, text: str, trace: TurnTrace | None = None, hold: asyncio.Event | None = None
+    ) -> AsyncIterator[str]:
         """Run one turn; yield each sentence as soon as it exists. Stopping early (barge-in)
-        keeps only what was yielded in the history. Raises ``LlmError`` if the model fails."""
+        keeps only what was yielded in the history. Raises ``LlmError`` if the model fails.
+        With ``hold``, the turn is speculative until it is set (``Turn.hold``)."""
         ...
 
     async def warmup(self) -> None:
@@ -80,10 +84,12 @@ class Assistant:
         """The tools every producer calls."""
         return self.chat.registry
 
-    async def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+    async def sentences(
+        self, text: str, trace: TurnTrace | None = None, hold: asyncio.Event | None = None
+    ) -> AsyncIterator[str]:
         """Answer one turn with whichever producer takes it (see the module notes)."""
         self.warmer.cancel()  # the turn's own request must not queue behind a warm-up
-        turn = Turn.start(text, self.conversation, trace)
+        turn = Turn.start(text, self.conversation, trace, hold)
         producer: Producer = self.boost if self.boost is not None else self.chat
         if self.fast is not None:
             producer = await self.fast.route(text, producer, self.chat.mode)

@@ -100,6 +100,10 @@ class Tool:
     beyond its name: boost's ``when = "tools"`` sends such requests to the planner."""
     intents: Mapping[str, Any] = field(default_factory=dict)
     """Fast-path intents this tool answers: intent name → ``tools.intents.IntentHandler``."""
+    read_only: bool = False
+    """Calling it changes nothing (the clock, the calculator, a listing): it may run for a
+    turn started before the user was done (``stt.speculative``). Tools with side effects
+    wait until the turn is confirmed."""
 
     @property
     def name(self) -> str:
@@ -181,6 +185,7 @@ def tool_from_function(
     direct_return: bool = False,
     words: Iterable[str] = (),
     intents: Mapping[str, Any] | None = None,
+    read_only: bool = False,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -193,6 +198,7 @@ def tool_from_function(
         direct_return=direct_return,
         words=tuple(words),
         intents=dict(intents or {}),
+        read_only=read_only,
     )
 
 
@@ -273,6 +279,11 @@ class ToolRegistry:
             for n, t in self._tools.items()
             if n in keep and n not in drop
         )
+
+    def read_only(self, name: str) -> bool:
+        """Whether ``name`` is a registered tool that changes nothing (unknown names: no)."""
+        tool = self._tools.get(name)
+        return tool is not None and tool.read_only
 
     def intents(self) -> dict[str, Any]:
         """Every fast-path intent the tools declare: intent name → handler."""

@@ -38,6 +38,8 @@ from iris_voice.voice.heard import (
     CaptureTimedOut,
     Heard,
     ListenMode,
+    Speculation,
+    SpeculationDropped,
     Utterance,
     UtteranceReady,
 )
@@ -107,6 +109,7 @@ class Listener:
         """Opens an incremental decode for each capture (set by the pipeline when its
         transcriber ``supports_streaming``), or None."""
         self._session: DecodeSession | None = None
+        self._speculated = False  # a Speculation went out for the current pause
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -165,6 +168,9 @@ class Listener:
                 self._pre.clear()
                 self._capture = None
                 self._drop_session()
+                if self._speculated:
+                    self._speculated = False
+                    self._emit(SpeculationDropped())
                 continue
             if self._capture is not None and self._seg is not None:
                 await self._capturing(frame, self._capture, self._seg)
@@ -248,6 +254,7 @@ class Listener:
         speech = await self.vad.probability(frame) >= threshold
         if self._session is not None:
             self._session.feed(frame, speech)  # cheap: at most starts a decode task
+            self._follow_speculation(self._session, speech)
         event = seg.process(FRAME_S, speech)
         turn_end = self.turn_end
         if event is None and turn_end is not None and seg.in_utterance:
@@ -278,6 +285,17 @@ class Listener:
             self._emit(CaptureTimedOut())
 
     # -- helpers ------------------------------------------------------------------
+    def _follow_speculation(self, session: DecodeSession, speech: bool) -> None:
+        """Tell the pipeline when a pause's transcript is ready, and when speech resumes
+        after it (the session drops that transcript at the same frame)."""
+        if speech:
+            if self._speculated:
+                self._speculated = False
+                self._emit(SpeculationDropped())
+        elif not self._speculated and (text := session.speculation()) is not None:
+            self._speculated = True
+            self._emit(Speculation(text))
+
     def _start(self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False) -> None:
         """Open a capture with ``frames`` already in it (pre-roll)."""
         self._trigger = trigger
@@ -291,6 +309,7 @@ class Listener:
             timeout_seconds=self.cfg.no_speech_timeout_s,
         )
         self._capture = list(frames)
+        self._speculated = False
         self._capture_start_s = self.position_s - len(frames) * FRAME_S
         flags = [s for _, s in self._pre][-len(frames) :] if replay else []
         self._open_session(frames, flags)

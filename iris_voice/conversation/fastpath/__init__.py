@@ -69,6 +69,8 @@ class _FastAnswer:
     async def produce(self, turn: Turn) -> AsyncIterator[str]:
         """The reply's sentences (``Producer``)."""
         action, trace = self._match.action, turn.trace
+        if not self._owner.registry.read_only(action.tool):
+            await turn.confirmed()  # a speculative turn sets no timer until it is confirmed
         result = await self._owner.registry.call(action.tool, action.arguments)
         reply = action.reply_for(result.result) if result.ok else None
         trace.extra["intent"] = {"name": action.intent, "match_ms": self._match.ms}

@@ -175,7 +175,10 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
 
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
-        tool_from_function(f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__)) for f in tools
+        tool_from_function(
+            f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__), read_only=f is list_timers
+        )
+        for f in tools
     ]
 
 

@@ -214,7 +214,9 @@ class McpManager:
 
         spec = tool_spec(conn.config.category, tool)
         meta = {"server": conn.name, "category": conn.config.category, "mode": "eager", "mcp_tool": tool.name}
-        return Tool(spec=spec, handler=handler, model=None, meta=meta)
+        # A server's own word that the tool changes nothing lets it run for a speculative turn.
+        read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
+        return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only)
 
     def _sync_eager(self, conn: McpServerConnection) -> None:
         for registry in self._registries:
