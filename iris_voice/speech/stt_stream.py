@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 
 MIN_SPEECH_S = 0.2
 """Speech a piece must contain before it is worth a decode of its own."""
+SPECULATE_MIN_SPEECH_S = 0.7
+"""Speech since the last cut before a pause is worth a speculative decode: "Hey Jarvis"
+(~0.6 s) and its comma are no question, and a decode of it would hold the model while
+the question's own pause comes."""
 
 Decode = Callable[[np.ndarray, str], Awaitable[str]]
 """``decode(float32 audio, initial_prompt) -> text``, running the model off the event loop."""
@@ -151,7 +155,11 @@ class IncrementalSession:
         if self._speech_since_cut < MIN_SPEECH_S * SAMPLE_RATE:
             return
         if cut - self._cut < self._min_chunk:
-            if self._speculative and not self.busy:
+            if (
+                self._speculative
+                and not self.busy
+                and self._speech_since_cut >= SPECULATE_MIN_SPEECH_S * SAMPLE_RATE
+            ):
                 self._pause_used = True
                 self._speculate(cut)
             return

@@ -127,6 +127,8 @@ class VoicePipeline:
         self._pending_set = asyncio.Event()
         self._turn: asyncio.Task[None] | None = None
         self._held: HeldTurn | None = None  # a turn started at a pause (stt.speculative)
+        self.speculation = {"started": 0, "adopted": 0, "dropped": 0}
+        """Turns started at a pause, and what became of them (``iris status``)."""
         # The transcriber says once whether it decodes while the user speaks.
         listener.sessions = stt.open_session if stt.supports_streaming else None
 
@@ -214,11 +216,13 @@ class VoicePipeline:
         if is_stop_command(text):
             return  # "stop" is handled when the question is confirmed, never ahead
         self._held = HeldTurn(self.responder, text)
+        self.speculation["started"] += 1
 
     def _drop_held(self) -> None:
         if self._held is not None:
             self._held.discard()
             self._held = None
+            self.speculation["dropped"] += 1
 
     # -- commands -------------------------------------------------------------------
     def barge_in(self, how: str) -> None:
@@ -308,16 +312,18 @@ class VoicePipeline:
             text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
-            held, self._held = self._held, None
+            held = self._held
             if held is not None and held.text != text:
-                held.discard()  # the question came out different: answer the real one
+                self._drop_held()  # the question came out different: answer the real one
                 held = None
             if not re.search(r"\w", text) or is_stop_command(text):
-                if held is not None:
-                    held.discard()
+                self._drop_held()
                 if re.search(r"\w", text):
                     self.stop()
                 return
+            self._held = None
+            if held is not None:
+                self.speculation["adopted"] += 1
             timings["speculative"] = held is not None
             await self._answer(utt, text, timings, held)
         except asyncio.CancelledError:

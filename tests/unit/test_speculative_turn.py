@@ -88,6 +88,7 @@ async def test_a_dropped_start_speaks_nothing_sets_no_timer_and_is_not_remembere
         "Set a timer for eight minutes."
     ]
     assert bed.pipeline.turns[-1]["transcript"] == "Set a timer for eight minutes."
+    assert bed.pipeline.speculation == {"started": 1, "adopted": 0, "dropped": 1}
 
 
 async def test_a_start_confirmed_with_the_same_words_is_adopted_once():
@@ -101,6 +102,7 @@ async def test_a_start_confirmed_with_the_same_words_is_adopted_once():
     assert turn["speculative"] is True and turn["timings_ms"]["speculative"] is True
     assert turn["timings_ms"]["stt_speculated"] is True  # nothing left to decode at the end
     assert len(bed.stt.decodes) == 1
+    assert bed.pipeline.speculation == {"started": 1, "adopted": 1, "dropped": 0}
     listing = await bed.timers()
     assert listing.startswith("You have 1 timer:") and "a timer for 8 minutes" in listing, listing
     assert len(bed.tts.spoken) == 1
