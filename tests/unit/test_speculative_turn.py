@@ -88,7 +88,8 @@ async def test_a_dropped_start_speaks_nothing_sets_no_timer_and_is_not_remembere
         "Set a timer for eight minutes."
     ]
     assert bed.pipeline.turns[-1]["transcript"] == "Set a timer for eight minutes."
-    assert bed.pipeline.speculation == {"started": 1, "adopted": 0, "dropped": 1}
+    # the whole question was started at its own final pause, and adopted
+    assert bed.pipeline.speculation == {"started": 2, "adopted": 1, "dropped": 1}
 
 
 async def test_a_start_confirmed_with_the_same_words_is_adopted_once():
