@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures
 
@@ -73,6 +73,11 @@ bench: setup
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
 bench-voice: setup audio-deps
 	$(BIN)/python -m tools.bench.voice $(if $(MODES),--modes $(MODES))
+
+# The latency levers (prompt cache, speculation, Smart Turn, first clause) each on and off,
+# the live daemon on virtual devices; `make bench-levers CONFIGS=none,all` runs two of them.
+bench-levers: setup audio-deps
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.levers $(if $(CONFIGS),--configs $(CONFIGS))
 
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures

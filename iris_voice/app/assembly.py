@@ -90,7 +90,11 @@ def build_listener(
     """The listener over ``engines`` as ``cfg`` says: the wake word (unless ``wake`` is
     False: file mode and benchmarks listen as in ``always`` mode) and the end of turn."""
     detector = engines.wake if wake and needs_wake_word(cfg) else None
-    turn_end = TurnEnd(engines.turn, cfg.audio.end_of_turn_threshold) if engines.turn is not None else None
+    turn_end = None
+    if engines.turn is not None or (cfg.stt.incremental and cfg.stt.speculative):
+        # The sound of the pause (Smart Turn, or the silence), then the words before it.
+        audio = cfg.audio
+        turn_end = TurnEnd(engines.turn, audio.end_of_turn_threshold, silence_s=audio.vad_hangover_ms / 1000)
     return Listener(
         cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
     )

@@ -196,13 +196,29 @@ class IncrementalSession:
             self._spec.cancel()  # the worker thread finishes its piece; the text is dropped
             self._spec = None
 
-    def speculation(self) -> str | None:
-        """The transcript so far, if a decode started at this pause has finished and no
-        speech came since (the pipeline may start answering it); None otherwise."""
+    def words(self) -> tuple[str | None, bool]:
+        """The transcript up to the current pause, if a decode started at it (speculative,
+        or a cut) has finished and no speech came since; and whether one is still running."""
+        if self.cancelled or self._silence_run == 0:
+            return None, False
         spec = self._spec
-        if self.cancelled or spec is None or not spec.done() or spec.cancelled() or spec.exception():
-            return None
-        return join_texts([*self._texts, spec.result()])
+        if spec is not None:
+            if not spec.done():
+                return None, True
+            if spec.cancelled() or spec.exception():
+                return None, False
+            return join_texts([*self._texts, spec.result()]), False
+        if self._cut > self._last_speech_end:  # this pause was cut, and is being committed
+            if self._task is not None and not self._task.done():
+                return None, True
+            if self._committed == self._cut and not self._failed:
+                return join_texts(self._texts), False
+        return None, False
+
+    def speculation(self) -> str | None:
+        """With ``speculative``, the transcript up to the current pause once it is decoded
+        and no speech came since (the pipeline may start answering it); None otherwise."""
+        return self.words()[0] if self._speculative else None
 
     async def _partial(self, piece: np.ndarray, prompt: str, cut: int) -> None:
         try:

@@ -28,7 +28,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSource
 from iris_voice.config import AudioConfig
 from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
-from iris_voice.speech.endpoint import TurnEnd
+from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
@@ -256,9 +256,10 @@ class Listener:
             self._session.feed(frame, speech)  # cheap: at most starts a decode task
             self._follow_speculation(self._session, speech)
         event = seg.process(FRAME_S, speech)
-        turn_end = self.turn_end
+        turn_end, session = self.turn_end, self._session
         if event is None and turn_end is not None and seg.in_utterance:
-            if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture)):
+            words = (lambda: Words(*session.words())) if session is not None else (lambda: NO_WORDS)
+            if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture), words):
                 event = seg.end_turn()
         if isinstance(event, UtteranceStarted):
             self._publish(SpeechStarted(self._capture_start_s + event.start_s))

@@ -9,7 +9,7 @@ import pytest
 
 from iris_voice.config import AudioConfig
 from iris_voice.events import EventBus
-from iris_voice.speech.endpoint import CHECK_S, TurnEnd
+from iris_voice.speech.endpoint import CHECK_S, TurnEnd, Words, looks_unfinished
 from iris_voice.speech.vad import Segmenter, UtteranceEnded
 from iris_voice.voice.heard import UtteranceReady
 from iris_voice.voice.listener import Listener
@@ -118,3 +118,63 @@ async def test_a_broken_detector_falls_back_to_the_silence(caplog):
 async def test_without_a_detector_the_hangover_decides():
     (utt,) = await listen(frames(SPEECH, 0.8), None)
     assert utt.end_reason == "silence" and utt.hangover_s == pytest.approx(0.4, abs=2 * FRAME_S)
+
+
+@pytest.mark.parametrize(
+    ("text", "unfinished"),
+    [
+        ("Set a timer for.", True),
+        ("What is 23 times?", True),
+        ("How much time is left on?", True),
+        ("Remind me to call.", True),
+        ("Set a timer for...", True),
+        ("What is the capital of France,", True),
+        ("Set a timer for ten minutes.", False),
+        ("What is 23 times 47?", False),
+        ("Remind me to call mom.", False),
+        ("What time is it?", False),
+        ("Stop.", False),
+        ("", False),
+    ],
+)
+def test_words_a_sentence_cannot_end_on(text, unfinished):
+    assert looks_unfinished(text) is unfinished
+
+
+class StaticDetector:
+    name = "static"
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    async def probability(self, audio: np.ndarray) -> float:
+        return self.p
+
+    async def warmup(self) -> None:
+        """Nothing to load."""
+
+
+async def test_a_finished_sound_waits_for_the_words_and_an_open_word_vetoes_it():
+    end = TurnEnd(StaticDetector(0.95))
+    audio = lambda: np.zeros(16000, np.int16)  # noqa: E731
+    pending = lambda: Words(None, True)  # noqa: E731
+    assert not end.frame(0.2, audio, pending)  # asks the detector
+    await asyncio.sleep(0.01)
+    assert not end.frame(0.23, audio, pending)  # it says finished; the words are not in yet
+    assert not end.frame(0.26, audio, lambda: Words("Set a timer for.", False))  # an open word
+    assert end.vetoes == 1
+    assert not end.frame(0.6, audio, lambda: Words("Set a timer for.", False))  # still waiting
+    end.frame(0, audio)  # speech: "…ten minutes."
+    assert not end.frame(0.2, audio, lambda: Words(None, True))
+    await asyncio.sleep(0.01)
+    assert end.frame(0.25, audio, lambda: Words("Set a timer for ten minutes.", False))
+
+
+async def test_without_a_detector_the_silence_is_the_sound():
+    end = TurnEnd(None, silence_s=0.4)
+    audio = lambda: np.zeros(16000, np.int16)  # noqa: E731
+    done = lambda: Words("What time is it?", False)  # noqa: E731
+    assert not end.frame(0.3, audio, done)
+    assert end.frame(0.4, audio, done)
+    end.reset()
+    assert not end.frame(0.4, audio, lambda: Words("What is 23 times?", False))

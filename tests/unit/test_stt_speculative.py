@@ -77,3 +77,30 @@ async def test_a_cancelled_session_offers_nothing():
     await settle()
     s.cancel()
     assert s.speculation() is None
+
+
+async def test_the_words_at_a_pause_are_pending_then_ready_then_gone_with_speech():
+    dec = FakeDecoder(hold=True)
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15, speculative=True)
+    f = Feeder(s)
+    f.speech(1.0)
+    assert s.words() == (None, False)  # no pause yet
+    f.silence(0.2)
+    await settle()
+    assert s.words() == (None, True)  # decoding what came before the pause
+    dec.release.set()
+    await settle()
+    text, pending = s.words()
+    assert not pending and text == dec.calls[0][0]
+    f.speech(0.1)
+    assert s.words() == (None, False)
+
+
+async def test_a_cut_at_the_pause_gives_its_words_too():
+    dec = FakeDecoder()
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)  # not speculative: a real cut
+    f = Feeder(s)
+    f.speech(2.4), f.silence(0.2)
+    await settle()
+    assert s.partials == 1 and s.words() == (dec.calls[0][0], False)
+    assert s.speculation() is None  # offered to the pipeline only with speculative
