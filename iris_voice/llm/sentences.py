@@ -23,7 +23,8 @@ can start on "Octopuses have three hearts," while the model is still writing the
 so the first audio no longer waits for a whole sentence. A clause ends at ``,`` ``;``
 ``:`` or a dash followed by whitespace, once it has that many words, and only where no
 number, time, date or name is split: never before a word that starts with a digit
-("November 23, 2026", "2, 3 and 5") or a capital ("Paris, France"), and never inside a
+("November 23, 2026", "2, 3 and 5") or a capital ("Paris, France"; a weekday's comma before
+its date is the exception: "Today is Tuesday, November 24"), and never inside a
 number or a time (``1,000`` and ``3:05`` have no whitespace after the mark). Only the
 first ``CLAUSE_MAX_CHARS`` characters are searched, so the look stays bounded.
 """
@@ -90,10 +91,17 @@ def _ends_sentence(last: str, keeps_period: bool, after: str) -> bool:
     return not keeps_period and not after.islower()
 
 
-def _ends_clause(after: str) -> bool:
-    """Whether a clause mark followed by whitespace ends a first clause, by the first
-    character of the next word: not before a number ("23, 2026") or a name ("Paris, France")."""
-    return not (after.isdigit() or after.isupper())
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+
+
+def _ends_clause(before: str | None, after: str) -> bool:
+    """Whether a clause mark followed by whitespace ends a first clause, by the word before
+    it and the first character of the next word: not before a number ("23, 2026") or a
+    name ("Paris, France"); but a weekday's comma before its date is a clause's end
+    ("Today is Tuesday, November 24": the date is whole on the other side)."""
+    if after.isdigit():
+        return False
+    return not after.isupper() or (before or "").lower() in _DAYS
 
 
 def _forced_cut(text: str, start: int, limit: int) -> int:
@@ -227,8 +235,8 @@ class SentenceSplitter:
             self._phase = _TEXT  # "1,000", "3:05": no whitespace; a line break cuts anyway
             return end
         self._phase = _TEXT
-        words = len(buf[self._start : at].split())  # bounded: within CLAUSE_MAX_CHARS
-        if words >= self._clause_words and _ends_clause(buf[end]):
+        before = buf[self._start : at - 1].split()  # bounded: within CLAUSE_MAX_CHARS
+        if len(before) >= self._clause_words and _ends_clause(before[-1], buf[end]):
             self._cut(at, out)
         return end
 
