@@ -118,3 +118,16 @@ async def test_a_failed_warm_up_is_only_logged(caplog):
     await assistant.warmer.settle()
     assert not assistant.warmer.busy and assistant.warmer.warmups == 0
     assert "prompt warm-up failed" in caplog.text
+
+
+async def test_the_voice_pipeline_warms_the_cache_once_a_reply_is_over():
+    from tests.support.fakes_audio import FakeStt, ScriptSource
+    from tests.unit.test_pipeline import QUESTION, Harness
+
+    backend = ScriptedBackend("It is noon in Tokyo.")
+    h = Harness(backend, FakeStt("Hey Jarvis, what time is it?"))
+    await h.run(ScriptSource(QUESTION))
+    await h.chat.warmer.settle()
+    (warm,) = backend.warmups  # after the turn, not during it
+    assert warm["messages"][1:-1] == h.chat.conversation.messages()
+    assert h.pipeline.turns[-1]["reply"] == "It is noon in Tokyo."
