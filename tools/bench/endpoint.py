@@ -117,8 +117,16 @@ def main() -> int:
     turn: dict = {}
     if not args.no_smart_turn:
         manifest, detector = load_manifest(), SileroDetector()
-        ends = {n: manifest[n]["speech_end"] / SAMPLE_RATE for n in names if n != "pause"}
-        recordings = {n: (read_wav(n), end) for n, end in ends.items()}
+        recordings = {}
+        for n in names:
+            if n == "pause":
+                continue
+            audio, end = read_wav(n), manifest[n]["speech_end"] / SAMPLE_RATE
+            if manifest[n].get("wake_word"):
+                # The daemon's capture starts at the wake word, not before it: so here too.
+                start = endpoint_turn.after_wake(probabilities(detector, audio))
+                audio, end = audio[start:], end - start / SAMPLE_RATE
+            recordings[n] = (audio, end)
         recordings |= {n: (a, None) for n, a in endpoint_turn.human_clips().items()}
         turn = endpoint_turn.run(recordings, lambda audio: probabilities(detector, audio))
         endpoint_turn.report(turn)

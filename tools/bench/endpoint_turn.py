@@ -52,6 +52,22 @@ def human_clips() -> dict[str, np.ndarray]:
     return out
 
 
+def after_wake(probs: list[float], threshold: float = 0.5, pre_roll_s: float = 0.25) -> int:
+    """Where a capture opened by "Hey Jarvis" starts (a sample index): the end of the first
+    speech run of at least 0.3 s that a pause of 0.1 s follows, minus the listener's
+    pre-roll; 0 when there is none."""
+    run = quiet = 0
+    for i, p in enumerate(probs):
+        if p >= threshold:
+            run, quiet = run + 1, 0
+        else:
+            quiet += 1
+            if run * FRAME_S >= 0.3 and quiet * FRAME_S >= 0.1:
+                end = i + 1 - quiet
+                return max(0, round((end * FRAME_S - pre_roll_s) * SAMPLE_RATE))
+    return 0
+
+
 class WordsAtPauses:
     """The speculative decode as the listener's session runs it: at 0.15 s into a pause
     after 0.7 s of speech, Whisper decodes everything so far (really, here; its text is

@@ -98,7 +98,14 @@ class Asker:
         rec = self.bed.record_speaker()
         played = time.monotonic()
         self.bed.play_into_mic(fixture(f"bench_{name}"))
-        turn = self.iris.wait_turn(after=count)
+        try:
+            turn = self.iris.wait_turn(after=count, timeout=60.0)
+        except TimeoutError:  # heard as nothing, or cut so that no turn came of it: count it, go on
+            rec.stop()
+            row = {"name": name, "group": group, "first_audio_ms": None, "speaker_first_audio_ms": None,
+                   "reply": "(no turn within 60 s)", "correct": False, "timings_ms": {}}  # fmt: skip
+            time.sleep(1.5)
+            return row
         samples = rec.stop()
         speech_end = played + self.manifest[f"bench_{name}"]["speech_end"] / 16000
         first = int(max(0.0, speech_end - rec.wall_time(0)) * 16000)
