@@ -100,7 +100,7 @@ def build_responder(
     """The assistant ``cfg`` describes over ``registry``; ``backend`` replaces the Ollama
     server (tests)."""
     llm = cfg.llm
-    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish)
+    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish, retrieval=cfg.retrieval)
     bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
     boost = None
     if cfg.boost.enabled:

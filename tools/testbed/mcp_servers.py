@@ -25,9 +25,10 @@ PY = sys.executable
 BIN = Path(PY).parent
 NPM_DIR = Path(os.environ.get("IRIS_CACHE") or Path.home() / ".cache" / "iris") / "npm"
 """Where ``make mcp-npm`` installs the Node servers."""
+_SCOPE = NPM_DIR / "node_modules" / "@modelcontextprotocol"
 NODE_SERVERS = {
-    "memory": NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js",
-    "filesystem": NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js",
+    "memory": _SCOPE / "server-memory" / "dist" / "index.js",
+    "filesystem": _SCOPE / "server-filesystem" / "dist" / "index.js",
 }
 """The Node servers' entry scripts."""
 
@@ -64,7 +65,8 @@ def make_state(state: Path) -> dict[str, Path]:
         (repo / "README.md").write_text("# Garden planner\n", encoding="utf-8")
         env = {**os.environ, "GIT_AUTHOR_NAME": "IRIS", "GIT_AUTHOR_EMAIL": "iris@localhost",
                "GIT_COMMITTER_NAME": "IRIS", "GIT_COMMITTER_EMAIL": "iris@localhost"}  # fmt: skip
-        for cmd in (["init", "-q", "-b", "main"], ["add", "README.md"], ["commit", "-q", "-m", "Start the planner"]):
+        steps = (["init", "-q", "-b", "main"], ["add", "README.md"], ["commit", "-q", "-m", "Start"])
+        for cmd in steps:
             subprocess.run(["git", *cmd], cwd=repo, env=env, check=True)
         (repo / "plants.txt").write_text("tomato\n", encoding="utf-8")  # an uncommitted change
     return {"sqlite": db, "filesystem": notes, "git": repo, "memory": state / "memory.jsonl"}

@@ -29,6 +29,7 @@ from iris_voice.timers.parse import (
 from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
+from iris_voice.tools.builtin.grounding import timer_checks
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
 from iris_voice.tools.registry import Tool, tool_from_function
 from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
@@ -173,9 +174,21 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             return f"{speak_skipped(resolved.skipped, now)}, so {said}"
         return said
 
+    async def labels() -> list[str]:
+        return [row.label for row in await service.list()]
+
+    # Calls with side effects run only when the user's words ask for them (grounding).
+    checks = timer_checks(labels, tz, lambda: service.clock.now())
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
-        tool_from_function(f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__)) for f in tools
+        tool_from_function(
+            f,
+            direct_return=True,
+            words=WORDS,
+            intents=_intents_of(f.__name__),
+            grounded=checks.get(f.__name__),
+        )
+        for f in tools
     ]
 
 
