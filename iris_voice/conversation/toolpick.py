@@ -63,12 +63,17 @@ class ToolPicker:
 
     def pick(self, text: str, history: list[Message]) -> list[Tool]:
         """The hidden tools to show for ``text``: the best-ranked ones above the score
-        floor, else those the previous turn called."""
+        floor that match better than every listed tool, else those the previous turn called.
+
+        A listed tool that matches better already answers the request ("what time is it in
+        Paris": the built-in clock): adding the hidden ones would only cost prompt time.
+        """
         if not self.cfg.enabled or not self.registry.hidden():
             return []
-        top = self.index().top(text, self.cfg.tools_per_turn, self.cfg.min_score)
         hidden = {t.name: t for t in self.registry.hidden()}
-        picked = [hidden[s.name] for s in top if s.name in hidden]
+        ranked = self.index().rank(text)
+        floor = max([self.cfg.min_score, *(s.score for s in ranked if s.name not in hidden)])
+        picked = [hidden[s.name] for s in ranked if s.name in hidden and s.score >= floor]
         if not picked and _FOLLOW_UP.match(text):
             picked = [hidden[n] for n in previous_calls(history) if n in hidden]
         log.debug("retrieved for %r: %s", text, [t.name for t in picked])

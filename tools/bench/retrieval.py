@@ -166,8 +166,11 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                 hidden_needed = [t for t in q.tools if t in {h.name for h in registry.hidden()}]
                 if hidden_needed:
                     out.shown.append(any(t in trace.extra.get("retrieved", []) for t in q.tools))
+                calls = [(c["name"], c["arguments"]) for c in trace.tool_calls]
+                mark = "ok  " if ok else "MISS"
+                got = f"{trace.extra.get('retrieved', '')} {calls} {trace.reply[:80]!r}"
+                print(f"  {name} [{half_name}] {mark} {trace.total_ms:6.0f} ms {q.text!r} {got}", flush=True)
                 if not ok:
-                    calls = [(c["name"], c["arguments"]) for c in trace.tool_calls]
                     out.misses.append(
                         f"[{half_name}] {q.text!r}: want {q.tools} {q.args}, got {calls} {trace.reply!r}"
                     )
@@ -176,6 +179,7 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                 before = await timers_state(app)
                 trace = await ask(app.responder, r.text)
                 out.oos.append(judge_request(r, trace, before != await timers_state(app), names))
+                print(f"  {name} [{half_name}] out-of-scope {out.oos[-1]}", flush=True)
     devnull.close()
     return out
 
