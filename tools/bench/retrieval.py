@@ -260,15 +260,47 @@ def pct(values) -> str:
     return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.0%}" if values else "-"
 
 
-async def run(host: str, model: str, configs, halves, count) -> None:
-    """Run and print every measurement."""
-    state = Path(tempfile.mkdtemp(prefix="iris-bench-retrieval-"))
+async def static(configs, halves, count, state: Path) -> int:
+    """Print what needs no model: recall@k, definition tokens per turn and how often retrieval
+    showed a right hidden tool, per configuration and half. Returns the eager-everything tokens."""
+    from iris_voice.app.assembly import open_app
+
     table, everything = await recall(state, halves)
     all_tokens = count(everything)
     print(f"== Every tool eagerly: {all_tokens} definition tokens (built-in + six MCP servers)")
     print("== Retrieval recall@k (ranker over every tool, questions that need one)")
     for (half_name, k), (hits, n) in table.items():
         print(f"  {half_name:8} recall@{k}: {hits}/{n} = {hits / n:.0%}")
+    print("== Definition tokens per turn, no model (listed tools + system-prompt hint + retrieved)")
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    for name in configs:
+        async with open_app(config_for(name, "http://127.0.0.1:9", "none", state), errlog=devnull) as app:
+            if app.mcp is not None:
+                await app.mcp.wait_ready(90)
+            reg, picker = app.registry, app.responder.chat.picker
+            listed = count(tools_text([t.spec for t in reg])) + count(app.cfg.llm.system_prompt)
+            listed -= count(LlmConfig().system_prompt)
+            hidden = {t.name for t in reg.hidden()}
+            for half_name, half in halves:
+                tokens, shown = [], []
+                for q in [*half.QUESTIONS, *half.REQUESTS]:
+                    picked = picker.pick(q.text, []) if name == "retrieval" else []
+                    tokens.append(listed + (count(tools_block(picked)) if picked else 0))
+                    if isinstance(q, Question) and q.tools and not any(t in reg.names() for t in q.tools):
+                        shown.append(any(t.name in q.tools for t in picked) if hidden else False)
+                mean = statistics.mean(tokens)
+                print(
+                    f"  {name:10} {half_name:8} {mean:6.0f} tokens/turn = {mean / all_tokens:6.1%} of eager;"
+                    f" a right tool visible for MCP-only questions: {pct(shown)}"
+                )
+    devnull.close()
+    return all_tokens
+
+
+async def run(host: str, model: str, configs, halves, count) -> None:
+    """Run and print every measurement."""
+    state = Path(tempfile.mkdtemp(prefix="iris-bench-retrieval-"))
+    all_tokens = await static(configs, halves, count, state)
     results = {}
     for name in configs:
         print(f"\n== {name}")
@@ -305,6 +337,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
     ap.add_argument("--halves", default="dev,held-out", help="dev, held-out or both (default)")
+    ap.add_argument("--static", action="store_true", help="only what needs no model: recall, tokens")
     args = ap.parse_args()
     if why := node_missing():
         raise SystemExit(f"the Node MCP servers are missing: {why}")
@@ -314,6 +347,10 @@ def main() -> None:
 
     model, host = bench_target()
     count = tokenizer()
+    if args.static:
+        state = Path(tempfile.mkdtemp(prefix="iris-bench-retrieval-"))
+        asyncio.run(static(configs, halves, count, state))
+        return
     with ExitStack() as stack:
         host = model_server(stack, model, host, "test server")
         asyncio.run(run(host, model, configs, halves, count))
