@@ -294,6 +294,9 @@ class RetrievalConfig(_Section):
     """Most tools added to one turn (after the history, so the cached prompt prefix stays)."""
     min_score: Annotated[float, Field(ge=0, le=100)] = 3.0
     """Least BM25 score of a tool worth showing; below it a request gets no extra tool."""
+    meta_tools: bool = False
+    """Also list get_tools_in_category and execute_tool (lured the 1.5B model into browsing
+    for questions that need no tool)."""
 
 
 class IntentsConfig(_Section):

@@ -139,14 +139,14 @@ class McpManager:
         """The server whose tools live at ``category`` (``time``, ``utilities/math``)."""
         return self._by_category.get(category.strip().strip("/").lower())
 
-    def register(self, registry: ToolRegistry) -> None:
+    def register(self, registry: ToolRegistry, *, meta: bool = True) -> None:
         """Add eager tools now and whenever their lists change, lazy ones as hidden tools
-        (callable by name, shown only when retrieval picks them), and the meta-tools if a
-        server is lazy."""
+        (callable by name, shown only when retrieval picks them), and, with ``meta``, the
+        meta-tools if a server is lazy."""
         self._registries.append(registry)
         for conn in self.connections.values():
             self._sync_into(registry, conn)
-        if self.lazy:
+        if self.lazy and meta:
             # First in the prompt, execute before browse: the order in which
             # Qwen2.5-Coder-1.5B browsed and then executed (at the end it wrote an empty
             # <tools></tools> for a question only an MCP tool answers).
