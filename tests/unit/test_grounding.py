@@ -128,3 +128,34 @@ def test_unspeakable_leaves_plain_sentences_alone():
     assert not unspeakable("It is 3:05 PM in Tokyo.", ["time/get_current_time"])
     assert not unspeakable("Twenty-three times forty-seven is 1,081.", [])
     assert unspeakable("I used time/get_current_time for that.", ["time/get_current_time"])
+
+
+def test_second_is_the_unit_not_the_ordinal():
+    assert said_durations("Put a 45 second timer on.") == {45.0}
+    assert 90.0 in said_durations("one minute and thirty seconds")
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        # the user names the tea timer: "last" (here the pasta one) is a guess
+        ("Get rid of the tea timer.", "cancel_timer", {"which": "last"}),
+        # "more" never takes time off
+        (
+            "Give the pasta timer two more minutes.",
+            "adjust_timer",
+            {"duration": "-2 minutes", "which": "pasta"},
+        ),
+        (
+            "Take two minutes off the pasta timer.",
+            "adjust_timer",
+            {"duration": "2 minutes", "which": "pasta"},
+        ),
+    ],
+)
+async def test_a_guess_beside_what_the_user_named_is_refused(request_, name, args):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "3 minutes", "label": "tea"})).ok
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    result = await registry.call(name, args, request=request_)
+    assert not result.ok and result.refusal, result.result

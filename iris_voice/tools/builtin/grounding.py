@@ -45,7 +45,9 @@ _ARTICLES = re.compile(r"^(?:the|my|a|an|our)\s+|\s+(?:timers?|reminders?|alarms
 
 def _runs(text: str) -> list[str]:
     """Every run of up to ``_MAX_RUN`` consecutive words of ``text``, spoken numbers as digits."""
-    words = re.findall(r"[\w:.'-]+", digits(text.lower()))
+    # text2num reads "second" as the ordinal ("a 45 2nd timer"): here it is always the unit
+    spoken = re.sub(r"\b2nd\b", "second", digits(text.lower()))
+    words = re.findall(r"[\w:.'-]+", spoken)
     words = [w.strip(".") for w in words if w.strip(".")]
     ends = lambda i: range(i + 1, min(len(words), i + _MAX_RUN) + 1)  # noqa: E731
     return [" ".join(words[i:j]) for i in range(len(words)) for j in ends(i)]
@@ -77,12 +79,25 @@ def said_moments(text: str, now: datetime) -> set[float]:
     return found
 
 
-def _duration_grounded(request: str, duration: Any) -> bool:
-    text = re.sub(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", "", str(duration), flags=re.IGNORECASE)
+_MORE = re.compile(r"\b(?:more|add|extra|additional|another|longer|plus|extend)\b", re.IGNORECASE)
+_LESS = re.compile(r"\b(?:less|take|remove|off|minus|shorter|subtract|reduce)\b", re.IGNORECASE)
+
+
+def _duration_grounded(request: str, duration: Any, signed: bool = False) -> bool:
+    """The duration is one the request states; with ``signed`` (adjust_timer), its sign also
+    agrees with the request's words ("two more minutes" never takes time off)."""
+    raw = str(duration)
+    text = re.sub(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", "", raw, flags=re.IGNORECASE)
     try:
         wanted = parse_duration(text)
     except ValueError:
         return True  # the tool itself says what is wrong, and nothing runs
+    if signed:
+        negative = text != raw
+        if (negative and _MORE.search(request) and not _LESS.search(request)) or (
+            not negative and _LESS.search(request) and not _MORE.search(request)
+        ):
+            return False
     return any(abs(wanted - said) < 1 for said in said_durations(request))
 
 
@@ -97,12 +112,15 @@ def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
     about_timers = bool(TIMER_WORDS.search(request))
     if re.search(r"\ball\b", which):
         return about_timers and bool(_ALL.search(request))
-    if _REFERENCES.match(which):
-        return about_timers
     words = _label_words(which)
+    # A running timer the request names is the one it means: "last" or another is a guess.
+    meant = [_label_words(label) for label in labels if _label_words(label)]
+    meant = [w for w in meant if all(x in said for x in w)]
+    if _REFERENCES.match(which):
+        return about_timers and not meant
     named = bool(words) and all(w in said for w in words)
     existing = any(_label_words(label) == words for label in labels)
-    return named and (about_timers or existing)
+    return named and (about_timers or existing) and (not meant or words in meant)
 
 
 def timer_checks(
@@ -116,7 +134,7 @@ def timer_checks(
         return "How long should the timer run?"
 
     async def adjust_timer(request: str, args: dict[str, Any]) -> str | None:
-        if not _duration_grounded(request, args.get("duration")):
+        if not _duration_grounded(request, args.get("duration"), signed=True):
             return "How much time should I add or take off?"
         return await _which(request, args)
 
