@@ -39,7 +39,8 @@ _MINUS = re.compile(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", re.IGNORECAS
 
 def _clean_label(label: str | None) -> str:
     """Turn "the pasta timer" into "pasta": the sentences add "the" and "timer" themselves."""
-    text = " ".join((label or "").split()).rstrip(".!?")
+    # A model may write the name as an identifier ("one_hour_timer"): it is spoken back.
+    text = " ".join((label or "").replace("_", " ").split()).rstrip(".!?")
     text = re.sub(r"^(?:the|a|an|my)\s+", "", text, flags=re.IGNORECASE)
     return re.sub(r"\s*\btimer$", "", text, flags=re.IGNORECASE)
 
@@ -118,7 +119,9 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             said.append(f"You have {plural(len(reminders), 'reminder')}: {speak_list(reminders)}.")
         return " ".join(said)
 
-    async def cancel_timer(which: Annotated[str, "number, label, 'all' or 'last'"]) -> str:
+    async def cancel_timer(
+        which: Annotated[str, "the timer's name (e.g. pasta), a number, 'all' or 'last'"],
+    ) -> str:
         """Cancel timers or reminders."""
         rows = await service.cancel(which)
         if not rows:
