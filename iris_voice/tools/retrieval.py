@@ -32,8 +32,13 @@ _K1, _B = 1.2, 0.75  # Okapi BM25's usual constants
 _NAME_WEIGHT = 2  # a word of the tool's own name counts twice: it is what the tool is
 
 
+_UNSTEMMED = frozenset({"times"})  # "23 times 47" is arithmetic, not the time
+
+
 def _stem(word: str) -> str:
     """A light suffix stripper: "timers" → "timer", "commits" → "commit", "remembered" → "remember"."""
+    if word in _UNSTEMMED:
+        return word
     for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
             stem = word[: -len(suffix)] + keep

@@ -50,7 +50,7 @@ from iris_voice.tools.retrieval import ToolIndex
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
-CONFIGS = ("builtin", "eager", "lazy", "retrieval")
+CONFIGS = ("retrieval", "builtin", "lazy", "eager")
 """eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval."""
 CONVERSATION = [
     "What is the capital of Australia?",
@@ -312,24 +312,36 @@ async def run(host: str, model: str, configs, halves, count) -> None:
         for o in out.oos:
             if o["side_effect"] or o["syntax"] or not o["brief"]:
                 print(f"  out-of-scope {o}")
+        print(f"{HEADER}\n{summary_line(name, out, all_tokens)}", flush=True)
     print("\n== Summary (fast path off; accuracy: right tool and arguments, or no tool when none is needed)")
-    head = f"{'config':10} {'dev':>14} {'held-out':>14} {'oos side-eff':>12} {'oos syntax':>10}"
-    head += f" {'oos brief':>12} {'def tok/turn':>12} {'% eager':>7} {'shown':>12}"
-    head += f" {'med turn ms':>11} {'med w/ hist':>11}"
-    print(head)
+    print(HEADER)
     for name, out in results.items():
-        tok = statistics.mean(out.def_tokens) if out.def_tokens else 0
-        side = sum(o["side_effect"] for o in out.oos)
-        syntax = sum(o["syntax"] for o in out.oos)
-        brief = [o["brief"] for o in out.oos]
-        n = len(out.oos)
-        cells = [
-            f"{name:10} {pct(out.right['dev']):>14} {pct(out.right['held-out']):>14}",
-            f"{side:>5}/{n:<6} {syntax:>4}/{n:<5} {pct(brief):>12}",
-            f"{tok:12.0f} {tok / all_tokens:7.1%} {pct(out.shown):>12}",
-            f"{statistics.median(out.times):11.0f} {statistics.median(out.history_times):11.0f}",
-        ]
-        print(" ".join(cells))
+        print(summary_line(name, out, all_tokens))
+
+
+HEADER = (
+    f"{'config':10} {'dev':>14} {'held-out':>14} {'oos side-eff':>12} {'oos syntax':>10}"
+    f" {'oos brief':>12} {'def tok/turn':>12} {'% eager':>7} {'shown':>12}"
+    f" {'med turn ms':>11} {'med w/ hist':>11}"
+)
+"""The summary table's head."""
+
+
+def summary_line(name: str, out: Outcome, all_tokens: int) -> str:
+    """One configuration's row of the summary table."""
+    tok = statistics.mean(out.def_tokens) if out.def_tokens else 0
+    side = sum(o["side_effect"] for o in out.oos)
+    syntax = sum(o["syntax"] for o in out.oos)
+    brief = [o["brief"] for o in out.oos]
+    n = len(out.oos)
+    median = lambda values: statistics.median(values) if values else 0.0  # noqa: E731
+    cells = [
+        f"{name:10} {pct(out.right['dev']):>14} {pct(out.right['held-out']):>14}",
+        f"{side:>5}/{n:<6} {syntax:>4}/{n:<5} {pct(brief):>12}",
+        f"{tok:12.0f} {tok / all_tokens:7.1%} {pct(out.shown):>12}",
+        f"{median(out.times):11.0f} {median(out.history_times):11.0f}",
+    ]
+    return " ".join(cells)
 
 
 def main() -> None:
