@@ -9,7 +9,10 @@ whose answer is a complete sentence (direct return) is spoken at once, without a
 second round.
 
 The prompt prefix (system prompt + tools) never changes between turns, so the server
-reuses its prompt cache. The history is the conversation's (``Turn.history``); the
+reuses its prompt cache; the hidden tools retrieval picks for a turn ride on that turn's
+user message (``toolpick``). Before a call runs, the registry checks it against the user's
+words (grounding); a refused call, or a call to a tool nobody has, ends the turn with a
+short sentence, and call syntax or a tool's name is never spoken. The history is the conversation's (``Turn.history``); the
 events and the record of the turn are ``run_turn``'s.
 """
 
