@@ -120,7 +120,9 @@ def judge(q: Question, trace) -> bool:
     tail = name.strip("/").rpartition("/")[2]
     if not any(name == t or (tail and t.rpartition("/")[2] == tail and "/" in t) for t in q.tools):
         return False
+    # The tool's name counts too: "alice|read_graph" accepts reading the whole graph.
     text = json.dumps(args, ensure_ascii=False).lower().replace(" ", "_") + " " + json.dumps(args).lower()
+    text += " " + name.lower()
     return all(any(alt.lower() in text for alt in item.split("|")) for item in q.args)
 
 
