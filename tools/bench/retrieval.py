@@ -114,8 +114,8 @@ def judge(q: Question, trace) -> bool:
     call = first_call(trace)
     if not q.tools:
         return not trace.tool_calls
-    if call is None:
-        return False
+    if call is None or trace.extra.get("refused"):
+        return False  # a refused call had arguments the user's words do not hold: not right
     name, args = call
     tail = name.strip("/").rpartition("/")[2]
     if not any(name == t or (tail and t.rpartition("/")[2] == tail and "/" in t) for t in q.tools):
