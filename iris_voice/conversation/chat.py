@@ -12,8 +12,8 @@ The prompt prefix (system prompt + tools) never changes between turns, so the se
 reuses its prompt cache; the hidden tools retrieval picks for a turn ride on that turn's
 user message (``toolpick``). Before a call runs, the registry checks it against the user's
 words (grounding); a refused call, or a call to a tool nobody has, ends the turn with a
-short sentence, and call syntax or a tool's name is never spoken. The history is the conversation's (``Turn.history``); the
-events and the record of the turn are ``run_turn``'s.
+short sentence, and call syntax or a tool's name is never spoken. The history is the
+conversation's (``Turn.history``); the events and the record of the turn are ``run_turn``'s.
 """
 
 from __future__ import annotations
@@ -46,8 +46,19 @@ _SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNOREC
 
 
 def unspeakable(sentence: str, tool_names: list[str]) -> bool:
-    """True when ``sentence`` holds call syntax or names a tool (``time/get_current_time``)."""
+    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``) or is
+    a tool's error copied out (``Error: …``)."""
+    if sentence.lstrip().startswith("Error:"):
+        return True
     return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
+
+
+def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
+    """What to say when the model said nothing after its tools ran: the last result when it
+    can be spoken (a calculator's "23 * 47 = 1081"), else ``CANNOT`` (raw JSON is no answer)."""
+    ok = [c["result"] for c in trace.tool_calls if c["ok"]]
+    text = spoken(ok[-1]) if ok else ""
+    return text if text and not unspeakable(text, tool_names) else CANNOT
 
 
 def clean_sentence(sentence: str) -> str:
@@ -138,9 +149,9 @@ class ChatLoop:
         if picked:
             trace.extra["retrieved"] = [t.name for t in picked]
         names = self.registry.callable_names()
-        dropped = False
+        dropped, said_before = False, 0
         while True:
-            allow_tools = calls_made < limit and len(self.registry) > 0
+            allow_tools = calls_made < limit and len(names) > 0
             trace.rounds += 1
             content, structured, said = "", [], 0
             written: list[TextCall] = []  # calls written as text, as the speech filter decided them
@@ -160,9 +171,12 @@ class ChatLoop:
             # never run (a call too long for the filter to hold was spoken, so it is not a call).
             _, remainder = extract_calls(content, names)
             calls = structured or [(c.name, c.arguments) for c in written]
+            said_before += said
             if not calls or not allow_tools:
-                if dropped and not said and not trace.tool_calls:
+                if dropped and not said_before and not trace.tool_calls:
                     yield CANNOT  # only call syntax was written, for no tool IRIS has
+                elif not said_before and trace.tool_calls:
+                    yield last_words(trace, names)
                 return
             if all(self.registry.get(n) is None for n, _ in calls):
                 # Calls to tools nobody has ("open_garage_door"): an action IRIS cannot do.

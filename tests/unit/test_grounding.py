@@ -159,3 +159,20 @@ async def test_a_guess_beside_what_the_user_named_is_refused(request_, name, arg
     assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
     result = await registry.call(name, args, request=request_)
     assert not result.ok and result.refusal, result.result
+
+
+async def test_raw_json_from_a_tool_is_not_spoken_when_the_model_says_nothing():
+    from iris_voice.tools.registry import ToolRegistry, tool_from_function
+
+    def open_nodes(names: list[str]) -> str:
+        """Open nodes of a knowledge graph."""
+        return '{"entities": [], "relations": []}'
+
+    registry = ToolRegistry([tool_from_function(open_nodes)])
+    backend = ScriptedBackend([("open_nodes", {"names": ["garage door"]})], '{"entities": []}')
+    trace = await ask(chat_assistant(backend, registry), "Open the garage door.")
+    assert trace.reply == CANNOT, trace.reply
+
+
+def test_a_copied_tool_error_is_not_spoken():
+    assert unspeakable("Error: Access denied - path outside allowed directories.", [])
