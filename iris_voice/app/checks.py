@@ -16,7 +16,7 @@ from pathlib import Path
 
 from iris_voice.config import Config
 from iris_voice.errors import ConfigError
-from iris_voice.speech.model_files import ModelMissing, piper_voice_files, whisper_model_dir
+from iris_voice.speech.model_files import ModelMissing, piper_voice_files, smart_turn_model, whisper_model_dir
 from iris_voice.speech.wake import resolve_wake_model
 from iris_voice.timers.store import default_db_path
 from iris_voice.tools.builtin import declared_names, name_problems
@@ -78,6 +78,8 @@ def speech_problems(cfg: Config) -> list[str]:
     checks = [lambda: whisper_model_dir(cfg.stt.model, join=False), lambda: piper_voice_files(cfg.tts.voice)]
     if cfg.audio.activation == "wake_word" or cfg.audio.barge_in == "wake_word":
         checks.append(lambda: resolve_wake_model(cfg.wake.model))
+    if cfg.audio.end_of_turn == "smart_turn":
+        checks.append(smart_turn_model)
     for check in checks:
         try:
             check()

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from iris_voice import __version__
-from iris_voice.app.assembly import Engines, build_app, needs_wake_word, warm_up
+from iris_voice.app.assembly import Engines, build_app, build_listener, warm_up
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
 from iris_voice.app.looplag import LoopLagMonitor
@@ -27,7 +27,6 @@ from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.events import LlmUnavailable
 from iris_voice.voice.alarms import AlarmAnnouncer
-from iris_voice.voice.listener import Listener
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
 
@@ -64,8 +63,7 @@ class Daemon:
         self.source: AudioSource = source
         self.sink: AudioSink = sink
         eng, cfg = self.engines, self.cfg
-        wake = eng.wake if needs_wake_word(cfg) else None
-        listener = Listener(cfg.audio, eng.vad, wake, self.bus.publish, wake_threshold=cfg.wake.threshold)
+        listener = build_listener(cfg, eng, self.bus.publish)
         self.speaker = ReplySpeaker(eng.tts, self.sink)
         self.pipeline = VoicePipeline(
             listener, eng.stt, self.app.responder, self.speaker, self.bus,

@@ -21,12 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from iris_voice.app.assembly import App, Engines, build_app, warm_up
+from iris_voice.app.assembly import App, Engines, build_app, build_listener, warm_up
 from iris_voice.audio.files import WavSink, WavSource
 from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.llm.client import ChatBackend
-from iris_voice.voice.listener import Listener
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
 
@@ -116,14 +115,17 @@ class FileTurns:
         eng = self.engines
         sink = WavSink(wav_out, eng.tts.sample_rate) if wav_out else NullSink()
         eng.vad.reset()
-        listener = Listener(self.cfg.audio, eng.vad, None, self.app.bus.publish)
+        listener = build_listener(self.cfg, eng, self.app.bus.publish, wake=False)
         pipeline = VoicePipeline(
             listener, eng.stt, self.responder, ReplySpeaker(eng.tts, sink), self.app.bus,
             wake_name=self.cfg.wake.model,
         )  # fmt: skip
         # Trailing silence lets the endpointer finish a question that runs to the file's end.
         pad = self.cfg.audio.vad_hangover_ms / 1000 + 0.5
-        source = WavSource(wav_in, trailing_silence_s=pad, pace=lambda: pipeline.busy)
+        # Real time also holds while the prompt cache is warmed: in the daemon that happens
+        # in the silence after a reply, which the file must not skip past.
+        warmer = self.responder.warmer
+        source = WavSource(wav_in, trailing_silence_s=pad, pace=lambda: pipeline.busy or warmer.busy)
         try:
             await pipeline.run(source)
         finally:

@@ -81,11 +81,14 @@ class ChatLoop:
         registry: ToolRegistry,
         cfg: LlmConfig,
         publish: Callable[[Event], None] | None = None,
+        first_clause_words: int = 0,
         retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.backend = backend
         self.registry = registry
         self.cfg = cfg
+        self.first_clause_words = first_clause_words
+        """The reply's first piece may be a clause of this many words (``tts.first_clause_words``)."""
         self.picker = ToolPicker(registry, retrieval or RetrievalConfig())
         """Chooses the hidden tools each turn shows (``[retrieval]``)."""
         self.mode = ToolMode.TEXT if cfg.tool_mode == "text" else ToolMode.NATIVE
@@ -150,13 +153,15 @@ class ChatLoop:
             trace.extra["retrieved"] = [t.name for t in picked]
         names = self.registry.callable_names()
         dropped, said_before = False, 0
+        said_in_turn = 0
         while True:
             allow_tools = calls_made < limit and len(names) > 0
             trace.rounds += 1
             content, structured, said = "", [], 0
             written: list[TextCall] = []  # calls written as text, as the speech filter decided them
+            clause = 0 if said_in_turn else self.first_clause_words  # only the turn's first piece
             async for sentence, chunk_content, chunk_calls in self._one_round(
-                turn, allow_tools, trace, written, picked
+                turn, allow_tools, trace, written, picked, clause
             ):
                 if sentence is not None and (sentence := clean_sentence(sentence)):
                     if unspeakable(sentence, names):
@@ -164,6 +169,7 @@ class ChatLoop:
                         dropped = True
                         continue
                     said += 1
+                    said_in_turn += 1
                     yield sentence
                 content += chunk_content
                 structured.extend(chunk_calls)
@@ -198,6 +204,8 @@ class ChatLoop:
                 if calls_made >= limit:
                     break
                 calls_made += 1
+                if not self.registry.read_only(name):
+                    await turn.confirmed()  # a speculative turn changes nothing until confirmed
                 res = await self.registry.call(name, args, request=turn.text)
                 results.append(res)
                 trace.add_call(res)
@@ -214,7 +222,7 @@ class ChatLoop:
             if self._direct(results, len(calls)):
                 trace.extra["direct_return"] = True
                 turn.open_reply = True
-                for sentence in direct_sentences(results):
+                for sentence in direct_sentences(results, 0 if said_in_turn else self.first_clause_words):
                     yield sentence
                 return
             if calls_made >= limit:
@@ -226,13 +234,20 @@ class ChatLoop:
         return 0 < len(results) == asked and all(r.direct for r in results)
 
     async def _one_round(
-        self, turn: Turn, allow_tools: bool, trace: TurnTrace, written: list[TextCall], picked: list[Tool]
+        self,
+        turn: Turn,
+        allow_tools: bool,
+        trace: TurnTrace,
+        written: list[TextCall],
+        picked: list[Tool],
+        clause: int = 0,
     ):
         """Stream one model reply: yields (sentence|None, content delta, structured calls);
-        ``written`` receives the calls written as text that the speech filter swallowed."""
+        ``written`` receives the calls written as text that the speech filter swallowed;
+        ``clause``: the first piece may be a clause of that many words."""
         tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
         speak = SpeakableFilter(self.registry.callable_names())
-        splitter = SentenceSplitter()
+        splitter = SentenceSplitter(first_clause_words=clause)
         try:
             stream = self.backend.stream(self._messages(turn, picked), tools)
             async for chunk in stream:
@@ -254,7 +269,7 @@ class ChatLoop:
                 self.mode = ToolMode.TEXT
                 if trace.execution_path == ExecutionPath.NATIVE:
                     trace.execution_path = ExecutionPath.TEXT
-                async for item in self._one_round(turn, allow_tools, trace, written, picked):
+                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause):
                     yield item
                 return
             raise
@@ -268,6 +283,8 @@ class ChatLoop:
                 yield tail, "", []
 
 
-def direct_sentences(results: list[ToolResult]) -> list[str]:
-    """The sentences of direct-return results, spoken instead of a second model round."""
-    return [s for r in results for s in split_sentences(spoken(r.result))]
+def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:
+    """The sentences of direct-return results, spoken instead of a second model round
+    (the first maybe a clause: ``SentenceSplitter``)."""
+    text = " ".join(spoken(r.result) for r in results)
+    return split_sentences(text, first_clause_words)

@@ -8,6 +8,7 @@ run by ``run_turn``, which publishes the turn's events and records it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -19,6 +20,7 @@ from iris_voice.conversation.fastpath import FastPath
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Producer, Turn, run_turn
+from iris_voice.conversation.warm import PromptWarmer
 from iris_voice.events import Event
 from iris_voice.llm.client import ChatBackend, OllamaBackend
 from iris_voice.tools.registry import ToolRegistry
@@ -30,13 +32,21 @@ class Responder(Protocol):
     conversation: Conversation
     """The history every turn reads and is written into."""
 
-    def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+    def sentences(
+        self, text: str, trace: TurnTrace | None = None, hold: asyncio.Event | None = None
+    ) -> AsyncIterator[str]:
         """Run one turn; yield each sentence as soon as it exists. Stopping early (barge-in)
-        keeps only what was yielded in the history. Raises ``LlmError`` if the model fails."""
+        keeps only what was yielded in the history. Raises ``LlmError`` if the model fails.
+        With ``hold``, the turn is speculative until it is set (``Turn.hold``)."""
         ...
 
     async def warmup(self) -> None:
         """Load the models and fill their prompt caches."""
+        ...
+
+    def idle(self) -> None:
+        """IRIS has nothing to do (a reply or an announcement ended): bring the model's
+        prompt cache up to the conversation, until the next turn starts."""
         ...
 
 
@@ -59,21 +69,27 @@ class Assistant:
         fast: FastPath | None = None,
         boost: Boost | None = None,
         publish: Callable[[Event], None] | None = None,
+        warm_cache: bool = True,
     ) -> None:
         self.chat = chat
         self.conversation = conversation if conversation is not None else Conversation()
         self.fast = fast
         self.boost = boost
         self._publish = publish or (lambda _e: None)
+        self.warmer = PromptWarmer(chat.warmup, self.conversation, enabled=warm_cache)
+        """Keeps the server's prompt cache at the conversation while IRIS is idle."""
 
     @property
     def registry(self) -> ToolRegistry:
         """The tools every producer calls."""
         return self.chat.registry
 
-    async def sentences(self, text: str, trace: TurnTrace | None = None) -> AsyncIterator[str]:
+    async def sentences(
+        self, text: str, trace: TurnTrace | None = None, hold: asyncio.Event | None = None
+    ) -> AsyncIterator[str]:
         """Answer one turn with whichever producer takes it (see the module notes)."""
-        turn = Turn.start(text, self.conversation, trace)
+        self.warmer.cancel()  # the turn's own request must not queue behind a warm-up
+        turn = Turn.start(text, self.conversation, trace, hold)
         producer: Producer = self.boost if self.boost is not None else self.chat
         if self.fast is not None:
             producer = await self.fast.route(text, producer, self.chat.mode)
@@ -87,8 +103,13 @@ class Assistant:
         if self.fast is not None:
             await self.fast.warmup()
         await self.chat.warmup(self.conversation.messages())
+        self.warmer.warmed()
         if self.boost is not None:
             await self.boost.warmup()
+
+    def idle(self) -> None:
+        """Warm the prompt cache with the conversation as it is now (``PromptWarmer``)."""
+        self.warmer.idle()
 
 
 def build_responder(
@@ -100,12 +121,22 @@ def build_responder(
     """The assistant ``cfg`` describes over ``registry``; ``backend`` replaces the Ollama
     server (tests)."""
     llm = cfg.llm
-    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish, retrieval=cfg.retrieval)
+    clause = cfg.tts.first_clause_words
+    chat = ChatLoop(
+        backend or OllamaBackend(llm),
+        registry,
+        llm,
+        publish=publish,
+        first_clause_words=clause,
+        retrieval=cfg.retrieval,
+    )
     bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
     boost = None
     if cfg.boost.enabled:
         from iris_voice.conversation.boost import build_boost
 
         boost = build_boost(cfg, chat)
-    fast = FastPath(registry, publish=publish) if cfg.intents.enabled else None
-    return Assistant(chat, Conversation(bounds), fast=fast, boost=boost, publish=publish)
+    fast = FastPath(registry, publish=publish, first_clause_words=clause) if cfg.intents.enabled else None
+    return Assistant(
+        chat, Conversation(bounds), fast=fast, boost=boost, publish=publish, warm_cache=llm.warm_cache
+    )

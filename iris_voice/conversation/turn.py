@@ -9,6 +9,7 @@ the conversation — also when the listener stops early (a barge-in keeps what w
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Protocol
 
 from iris_voice.conversation.history import Conversation, Message
 from iris_voice.conversation.trace import TurnTrace
-from iris_voice.events import Event, SentenceReady, TurnFinished, TurnStarted
+from iris_voice.events import Event, SentenceReady, TurnDiscarded, TurnFinished, TurnStarted
 
 FALLBACK_REPLY = "Sorry, I could not work that out."
 """Said when a turn produced no sentence and no tool result to fall back on."""
@@ -40,9 +41,20 @@ class Turn:
     the fast path): see ``Conversation.add``."""
     keep_unspoken: bool = False
     """Write the turn into the history even if nothing of it was said (a tool already ran)."""
+    hold: asyncio.Event | None = None
+    """Set once the turn is confirmed; None for a turn confirmed from the start. A held
+    turn (started at a pause, before the end of the question was decided) may think and
+    run read-only tools, but a tool with side effects waits for it (``confirmed``), and
+    if it is dropped unconfirmed nothing of it is recorded."""
 
     @classmethod
-    def start(cls, text: str, conversation: Conversation, trace: TurnTrace | None = None) -> Turn:
+    def start(
+        cls,
+        text: str,
+        conversation: Conversation,
+        trace: TurnTrace | None = None,
+        hold: asyncio.Event | None = None,
+    ) -> Turn:
         """A new turn after the conversation so far (which resets itself when idle)."""
         conversation.begin_turn()
         return cls(
@@ -50,7 +62,19 @@ class Turn:
             trace if trace is not None else TurnTrace(text=text),
             conversation.messages(),
             [{"role": "user", "content": text}],
+            hold=hold,
         )
+
+    @property
+    def held(self) -> bool:
+        """Not (yet) confirmed: nothing of it may be spoken, changed or remembered."""
+        return self.hold is not None and not self.hold.is_set()
+
+    async def confirmed(self) -> None:
+        """Wait until the turn is confirmed (at once for an ordinary turn): call this before
+        anything with side effects."""
+        if self.hold is not None:
+            await self.hold.wait()
 
 
 class Producer(Protocol):
@@ -97,15 +121,19 @@ async def run_turn(
             trace.first_sentence_ms = trace.elapsed_ms()
             yield fallback
         completed = True
+        await turn.confirmed()  # a speculative turn is recorded once it is confirmed, or never
     finally:
         reply = " ".join(spoken)
         trace.reply = reply
         trace.finish()
-        if spoken or turn.keep_unspoken:
-            if turn.open_reply:
-                conversation.add(turn.messages, open_reply=reply)
-            else:
-                conversation.add([*turn.messages, {"role": "assistant", "content": reply}])
-        conversation.touch()
-        if completed:
-            publish(TurnFinished(reply, trace.execution_path or "", trace.to_dict()))
+        if turn.held:  # dropped before it was confirmed: as if it never happened
+            publish(TurnDiscarded(turn.text))
+        else:
+            if spoken or turn.keep_unspoken:
+                if turn.open_reply:
+                    conversation.add(turn.messages, open_reply=reply)
+                else:
+                    conversation.add([*turn.messages, {"role": "assistant", "content": reply}])
+            conversation.touch()
+            if completed:
+                publish(TurnFinished(reply, trace.execution_path or "", trace.to_dict()))

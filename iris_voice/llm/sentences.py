@@ -16,7 +16,17 @@ or a dash, then whitespace) in the second half of the limit, else at its last
 whitespace, else at the limit itself. So the buffer stays bounded and speech goes on.
 
 Each candidate end is decided in one place (``_ends_sentence``) and every cut goes
-through ``_cut``: a rule for cutting earlier (say, a first clause) belongs there.
+through ``_cut``.
+
+A reply's first piece may be its first clause (``first_clause_words``): the synthesizer
+can start on "Octopuses have three hearts," while the model is still writing the rest,
+so the first audio no longer waits for a whole sentence. A clause ends at ``,`` ``;``
+``:`` or a dash followed by whitespace, once it has that many words, and only where no
+number, time, date or name is split: never before a word that starts with a digit
+("November 23, 2026", "2, 3 and 5") or a capital ("Paris, France"; a weekday's comma before
+its date is the exception: "Today is Tuesday, November 24"), and never inside a
+number or a time (``1,000`` and ``3:05`` have no whitespace after the mark). Only the
+first ``CLAUSE_MAX_CHARS`` characters are searched, so the look stays bounded.
 """
 
 from __future__ import annotations
@@ -41,14 +51,19 @@ pass ~250 characters, so ordinary replies are never cut early; at the ~100 chara
 a second a small local model writes, a run-on waits at most ~3 s before it is spoken."""
 
 _NEXT = re.compile(r"[.!?…\n]")  # the next character that may end a sentence
+_NEXT_OR_CLAUSE = re.compile(r"[.!?…\n,;:—–]")  # …or a first clause
+
+CLAUSE_MAX_CHARS = 120
+"""A first clause is looked for only this far into a reply: past it, sentences as usual."""
 _RUN = re.compile(r"[.!?…]*")
 _CLOSERS = re.compile(r"[\"')\]]*")
 _SPACE = re.compile(r"[^\S\n]*")  # whitespace up to a line break, which is a cut of its own
 _NON_SPACE = re.compile(r"\S")
 
 # Where the scanner is: plain text, a run of end punctuation, the quotes/brackets after
-# it, or the whitespace after those (a candidate end, decided by the next character).
-_TEXT, _RUN_PHASE, _CLOSERS_PHASE, _SPACE_PHASE = range(4)
+# it, or the whitespace after those (a candidate end, decided by the next character);
+# or the whitespace after a clause mark (a candidate first-clause end, decided the same way).
+_TEXT, _RUN_PHASE, _CLOSERS_PHASE, _SPACE_PHASE, _CLAUSE_PHASE = range(5)
 
 
 def _word_before(window: str) -> str | None:
@@ -76,6 +91,19 @@ def _ends_sentence(last: str, keeps_period: bool, after: str) -> bool:
     return not keeps_period and not after.islower()
 
 
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+
+
+def _ends_clause(before: str | None, after: str) -> bool:
+    """Whether a clause mark followed by whitespace ends a first clause, by the word before
+    it and the first character of the next word: not before a number ("23, 2026") or a
+    name ("Paris, France"); but a weekday's comma before its date is a clause's end
+    ("Today is Tuesday, November 24": the date is whole on the other side)."""
+    if after.isdigit():
+        return False
+    return not after.isupper() or (before or "").lower() in _DAYS
+
+
 def _forced_cut(text: str, start: int, limit: int) -> int:
     """Where a sentence that began at ``start`` is cut when it reached ``limit`` characters
     without an end: after the last clause break that leaves at least half the limit, else
@@ -96,13 +124,17 @@ class SentenceSplitter:
     """Incremental sentence splitter: ``feed`` deltas, get finished sentences back.
 
     A piece shorter than ``min_chars`` (after stripping) is not handed out alone: it
-    joins the next one. ``examined`` counts the characters the scanner has looked at
+    joins the next one. With ``first_clause_words`` the first piece may be a clause (see
+    the module notes). ``examined`` counts the characters the scanner has looked at
     (for tests of its cost).
     """
 
-    def __init__(self, min_chars: int = 2, max_chars: int = MAX_SENTENCE) -> None:
+    def __init__(
+        self, min_chars: int = 2, max_chars: int = MAX_SENTENCE, first_clause_words: int = 0
+    ) -> None:
         self._min = min_chars
         self._max = max_chars
+        self._clause_words = first_clause_words
         self.examined = 0
         """Characters examined so far (each scan step adds the span it read)."""
         self._reset()
@@ -116,6 +148,8 @@ class SentenceSplitter:
         self._phase = _TEXT
         self._last = ""  # the last mark of the current punctuation run
         self._keeps = False  # the word before the current run keeps its period
+        self._pieces = 0  # pieces handed out: a first clause is only ever the first
+        self._clause_at = 0  # where a candidate first clause ends (just after its mark)
 
     def feed(self, delta: str) -> list[str]:
         """Add text; return the sentences it completed (stripped, non-empty)."""
@@ -142,7 +176,7 @@ class SentenceSplitter:
         while pos < n:
             phase = self._phase
             if phase == _TEXT:
-                m = _NEXT.search(buf, pos)
+                m = (_NEXT_OR_CLAUSE if self._clause_open(pos) else _NEXT).search(buf, pos)
                 if m is None:
                     self.examined += n - pos
                     pos = n
@@ -153,8 +187,14 @@ class SentenceSplitter:
                     pos = i + 1
                     self._cut(pos, out)
                     continue
+                if buf[i] in _CLAUSE:
+                    self._clause_at, self._phase, pos = i + 1, _CLAUSE_PHASE, i + 1
+                    continue
                 self._keeps = _keeps_period(_word_before(self._window(i)))
                 self._phase, pos = _RUN_PHASE, i
+                continue
+            if phase == _CLAUSE_PHASE:
+                pos = self._clause_space(buf, pos, out)
                 continue
             pattern = _RUN if phase == _RUN_PHASE else _CLOSERS if phase == _CLOSERS_PHASE else _SPACE
             end = pattern.match(buf, pos).end()
@@ -177,6 +217,28 @@ class SentenceSplitter:
                 if _ends_sentence(self._last, self._keeps, char):
                     self._cut(pos, out)
         self._pos = pos
+
+    def _clause_open(self, pos: int) -> bool:
+        """A first clause may still end before ``pos``: nothing handed out yet, and within
+        the first ``CLAUSE_MAX_CHARS`` characters of the reply."""
+        return bool(self._clause_words) and self._pieces == 0 and pos - self._start <= CLAUSE_MAX_CHARS
+
+    def _clause_space(self, buf: str, pos: int, out: list[str]) -> int:
+        """After a clause mark: skip its whitespace, then decide by the next character;
+        the new scan position (the end of the buffer while undecided)."""
+        end = _SPACE.match(buf, pos).end()
+        self.examined += end - pos + (end < len(buf))
+        if end == len(buf):
+            return end  # the whitespace may go on, or there was none yet: wait
+        at = self._clause_at
+        if end == at or buf[end] == "\n":
+            self._phase = _TEXT  # "1,000", "3:05": no whitespace; a line break cuts anyway
+            return end
+        self._phase = _TEXT
+        before = buf[self._start : at - 1].split()  # bounded: within CLAUSE_MAX_CHARS
+        if len(before) >= self._clause_words and _ends_clause(before[-1], buf[end]):
+            self._cut(at, out)
+        return end
 
     def _window(self, i: int) -> str:
         """The ``_LOOKBACK`` characters before ``_buf[i]``, reaching into the text already cut."""
@@ -211,6 +273,7 @@ class SentenceSplitter:
         self._seen = cut
         if len(piece) >= self._min:
             out.append(piece)
+            self._pieces += 1
             self._start = cut
             self._settle()
 
@@ -221,6 +284,7 @@ class SentenceSplitter:
         piece = self._buf[self._start : cut].strip()
         if piece:
             out.append(piece)
+            self._pieces += 1
         self._start = cut
         self._settle()
 
@@ -236,9 +300,9 @@ class SentenceSplitter:
         self._pos -= drop
 
 
-def split_sentences(text: str) -> list[str]:
-    """All sentences of a finished text."""
-    s = SentenceSplitter()
+def split_sentences(text: str, first_clause_words: int = 0) -> list[str]:
+    """All sentences of a finished text (the first maybe a clause: ``SentenceSplitter``)."""
+    s = SentenceSplitter(first_clause_words=first_clause_words)
     out = s.feed(text)
     tail = s.flush()
     return out + ([tail] if tail else [])

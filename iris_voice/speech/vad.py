@@ -70,8 +70,9 @@ class UtteranceEnded:
     """Silence heard after ``end_s`` before deciding (``hangover_seconds`` or a little
     more with whole chunks; 0 when cut at ``max_seconds`` mid-speech). The speech end is
     this many seconds before the end of the audio fed so far."""
-    reason: Literal["silence", "max_length"]
-    """``silence``: the hangover elapsed; ``max_length``: ``max_seconds`` was reached."""
+    reason: Literal["silence", "max_length", "turn_complete"]
+    """``silence``: the hangover elapsed; ``max_length``: ``max_seconds`` was reached;
+    ``turn_complete``: ended early by the caller (``end_turn``: a turn detector's verdict)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,21 @@ class Segmenter:
         """True between ``UtteranceStarted`` and ``UtteranceEnded``."""
         return self.state is SegmenterState.SPEAKING
 
+    @property
+    def silence_s(self) -> float:
+        """Inside an utterance, the silence since its last speech (0 while a speech run,
+        even a short one, is going on); 0 outside one."""
+        if self.state is not SegmenterState.SPEAKING or self._run_start is not None:
+            return 0.0
+        return self.elapsed_s - self._end_s
+
+    def end_turn(self) -> UtteranceEnded | None:
+        """End the utterance now, during a silence (a turn detector said it is complete);
+        None when not inside an utterance or while a speech run is going on."""
+        if self.state is not SegmenterState.SPEAKING or self._run_start is not None:
+            return None
+        return self._finish("turn_complete")
+
     def process(self, chunk_seconds: float, is_speech: bool) -> SegmenterEvent | None:
         """Feed one chunk; the event it caused, if any."""
         if chunk_seconds < 0:
@@ -191,7 +207,7 @@ class Segmenter:
             return self._finish("silence")
         return None
 
-    def _finish(self, reason: Literal["silence", "max_length"]) -> UtteranceEnded:
+    def _finish(self, reason: Literal["silence", "max_length", "turn_complete"]) -> UtteranceEnded:
         self.state = SegmenterState.DONE
         event = UtteranceEnded(
             start_s=self._start_s,

@@ -110,6 +110,10 @@ class Tool:
     beyond its name: boost's ``when = "tools"`` sends such requests to the planner."""
     intents: Mapping[str, Any] = field(default_factory=dict)
     """Fast-path intents this tool answers: intent name → ``tools.intents.IntentHandler``."""
+    read_only: bool = False
+    """Calling it changes nothing (the clock, the calculator, a listing): it may run for a
+    turn started before the user was done (``stt.speculative``). Tools with side effects
+    wait until the turn is confirmed."""
     grounded: GroundingCheck | None = None
     """For a tool with side effects: checks a call against the user's words before it runs
     (see ``GroundingCheck``); None runs every valid call."""
@@ -194,6 +198,7 @@ def tool_from_function(
     direct_return: bool = False,
     words: Iterable[str] = (),
     intents: Mapping[str, Any] | None = None,
+    read_only: bool = False,
     grounded: GroundingCheck | None = None,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
@@ -207,6 +212,7 @@ def tool_from_function(
         direct_return=direct_return,
         words=tuple(words),
         intents=dict(intents or {}),
+        read_only=read_only,
         grounded=grounded,
     )
 
@@ -316,6 +322,12 @@ class ToolRegistry:
             ),
             hidden=(t for n, t in self._hidden.items() if n not in drop),
         )
+
+    def read_only(self, name: str) -> bool:
+        """Whether ``name`` is a registered tool (listed or hidden) that changes nothing
+        (unknown names: no)."""
+        tool = self.get(name)
+        return tool is not None and tool.read_only
 
     def intents(self) -> dict[str, Any]:
         """Every fast-path intent the tools declare: intent name → handler."""

@@ -42,6 +42,11 @@ class Utterance:
     """Where speech ended, in seconds of the audio stream since the listener started."""
     session: DecodeSession | None = None
     """The incremental decode of this utterance, fed while it was spoken (``stt.incremental``)."""
+    end_reason: str = "silence"
+    """How its end was decided: ``silence`` (the hangover), ``turn_complete`` (the turn
+    detector), ``max_length``."""
+    turn_probability: float | None = None
+    """The turn detector's last verdict in this capture (None without one)."""
 
 
 @dataclass(frozen=True)
@@ -73,5 +78,20 @@ class CaptureTimedOut:
     """Activated, but nobody spoke within ``audio.no_speech_timeout_s``."""
 
 
-Heard = CaptureStarted | UtteranceReady | BargeIn | CaptureTimedOut
+@dataclass(frozen=True)
+class Speculation:
+    """The speaker paused and the words so far are transcribed; the end of the question is
+    not decided yet (``stt.speculative``)."""
+
+    text: str
+    """The transcript up to the pause (wake phrase included, as Whisper wrote it)."""
+
+
+@dataclass(frozen=True)
+class SpeculationDropped:
+    """After a ``Speculation``: those words were not the question (the speaker went on, or
+    the capture was dropped by ``iris mute``)."""
+
+
+Heard = CaptureStarted | UtteranceReady | BargeIn | CaptureTimedOut | Speculation | SpeculationDropped
 """Everything the listener tells the pipeline, on one queue."""

@@ -28,6 +28,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSource
 from iris_voice.config import AudioConfig
 from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
+from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
@@ -37,6 +38,8 @@ from iris_voice.voice.heard import (
     CaptureTimedOut,
     Heard,
     ListenMode,
+    Speculation,
+    SpeculationDropped,
     Utterance,
     UtteranceReady,
 )
@@ -71,6 +74,7 @@ class Listener:
         publish: Callable[[Event], None],
         clock: Callable[[], float] = time.monotonic,
         wake_threshold: float = 0.5,
+        turn_end: TurnEnd | None = None,
     ) -> None:
         if cfg.activation == "wake_word" and wake is None:
             raise ValueError("activation 'wake_word' needs a wake-word detector")
@@ -79,6 +83,9 @@ class Listener:
         self.wake = wake
         self.wake_threshold = wake_threshold
         """Score at which the wake word counts (``wake.threshold``)."""
+        self.turn_end = turn_end
+        """Asks a turn detector at each pause (``audio.end_of_turn = "smart_turn"``); None:
+        a turn ends after ``audio.vad_hangover_ms`` of silence."""
         self._publish = publish
         self._clock = clock
         self._mode = ListenMode.IDLE
@@ -102,6 +109,7 @@ class Listener:
         """Opens an incremental decode for each capture (set by the pipeline when its
         transcriber ``supports_streaming``), or None."""
         self._session: DecodeSession | None = None
+        self._speculated = False  # a Speculation went out for the current pause
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -160,6 +168,9 @@ class Listener:
                 self._pre.clear()
                 self._capture = None
                 self._drop_session()
+                if self._speculated:
+                    self._speculated = False
+                    self._emit(SpeculationDropped())
                 continue
             if self._capture is not None and self._seg is not None:
                 await self._capturing(frame, self._capture, self._seg)
@@ -243,7 +254,13 @@ class Listener:
         speech = await self.vad.probability(frame) >= threshold
         if self._session is not None:
             self._session.feed(frame, speech)  # cheap: at most starts a decode task
+            self._follow_speculation(self._session, speech)
         event = seg.process(FRAME_S, speech)
+        turn_end, session = self.turn_end, self._session
+        if event is None and turn_end is not None and seg.in_utterance:
+            words = (lambda: Words(*session.words())) if session is not None else (lambda: NO_WORDS)
+            if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture), words):
+                event = seg.end_turn()
         if isinstance(event, UtteranceStarted):
             self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         elif isinstance(event, UtteranceEnded):
@@ -255,6 +272,8 @@ class Listener:
                 hangover_s=event.silence_s,
                 speech_end_s=self.position_s - event.silence_s,
                 session=self._session,
+                end_reason=event.reason,
+                turn_probability=turn_end.last if turn_end is not None else None,
             )
             self._session = None  # handed over with the utterance: the turn finishes it
             self._finish()
@@ -267,15 +286,31 @@ class Listener:
             self._emit(CaptureTimedOut())
 
     # -- helpers ------------------------------------------------------------------
+    def _follow_speculation(self, session: DecodeSession, speech: bool) -> None:
+        """Tell the pipeline when a pause's transcript is ready, and when speech resumes
+        after it (the session drops that transcript at the same frame)."""
+        if speech:
+            if self._speculated:
+                self._speculated = False
+                self._emit(SpeculationDropped())
+        elif not self._speculated and (text := session.speculation()) is not None:
+            self._speculated = True
+            self._emit(Speculation(text))
+
     def _start(self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False) -> None:
         """Open a capture with ``frames`` already in it (pre-roll)."""
         self._trigger = trigger
+        if self.turn_end is not None:
+            self.turn_end.reset()
+        # With a turn detector, silence alone ends a turn only after the long wait.
+        hangover_ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
         self._seg = Segmenter(
-            hangover_seconds=self.cfg.vad_hangover_ms / 1000,
+            hangover_seconds=hangover_ms / 1000,
             max_seconds=self.cfg.max_utterance_s,
             timeout_seconds=self.cfg.no_speech_timeout_s,
         )
         self._capture = list(frames)
+        self._speculated = False
         self._capture_start_s = self.position_s - len(frames) * FRAME_S
         flags = [s for _, s in self._pre][-len(frames) :] if replay else []
         self._open_session(frames, flags)

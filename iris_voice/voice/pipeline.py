@@ -38,7 +38,16 @@ from iris_voice.events import (
     Trigger,
 )
 from iris_voice.speech.stt import Transcriber
-from iris_voice.voice.heard import BargeIn, CaptureStarted, CaptureTimedOut, Heard, Utterance, UtteranceReady
+from iris_voice.voice.heard import (
+    BargeIn,
+    CaptureStarted,
+    CaptureTimedOut,
+    Heard,
+    Speculation,
+    Utterance,
+    UtteranceReady,
+)
+from iris_voice.voice.held import HeldTurn
 from iris_voice.voice.listener import Listener
 from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
 
@@ -117,6 +126,9 @@ class VoicePipeline:
         self._pending: Utterance | None = None  # the next question; a newer one replaces it
         self._pending_set = asyncio.Event()
         self._turn: asyncio.Task[None] | None = None
+        self._held: HeldTurn | None = None  # a turn started at a pause (stt.speculative)
+        self.speculation = {"started": 0, "adopted": 0, "dropped": 0}
+        """Turns started at a pause, and what became of them (``iris status``)."""
         # The transcriber says once whether it decodes while the user speaks.
         listener.sessions = stt.open_session if stt.supports_streaming else None
 
@@ -159,6 +171,11 @@ class VoicePipeline:
         """Act on what the listener heard, at once (a barge-in must not wait for a turn)."""
         while True:
             heard = await self._heard.get()
+            if isinstance(heard, Speculation):
+                self._speculate(heard.text)
+                continue
+            if not isinstance(heard, UtteranceReady):
+                self._drop_held()  # the speaker went on, or a new capture began
             if isinstance(heard, CaptureStarted) and self.state == State.IDLE:
                 self._set(State.LISTENING)
             elif isinstance(heard, BargeIn):
@@ -187,6 +204,25 @@ class VoicePipeline:
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._turn
                 self._turn = None
+            self._quiet()
+
+    def _speculate(self, heard: str) -> None:
+        """Start answering what was said up to a pause, held until the question is confirmed
+        (``HeldTurn``) — unless IRIS is busy with a turn, a typed question or speech."""
+        self._drop_held()
+        text = strip_wake_phrase(self._wake_name, heard)
+        if self.answering or self.speech_lock.locked() or not re.search(r"\w", text):
+            return
+        if is_stop_command(text):
+            return  # "stop" is handled when the question is confirmed, never ahead
+        self._held = HeldTurn(self.responder, text)
+        self.speculation["started"] += 1
+
+    def _drop_held(self) -> None:
+        if self._held is not None:
+            self._held.discard()
+            self._held = None
+            self.speculation["dropped"] += 1
 
     # -- commands -------------------------------------------------------------------
     def barge_in(self, how: str) -> None:
@@ -200,6 +236,7 @@ class VoicePipeline:
 
     def stop(self) -> bool:
         """``iris stop`` / "stop": silence whatever is playing and cancel the turn; True if anything was."""
+        self._drop_held()
         active = self._turn is not None and not self._turn.done()
         dropped = self.sink.stop()
         if active and self._turn is not None:
@@ -218,6 +255,12 @@ class VoicePipeline:
         self.listener.idle()
         self._set(State.LISTENING if self.listener.capturing else State.IDLE)
 
+    def _quiet(self) -> None:
+        """A turn or an announcement ended: if nothing waits, the model's prompt cache
+        catches up with the conversation while the user is quiet (the next turn cancels it)."""
+        if not self.answering:
+            self.responder.idle()
+
     async def announce(self, text: str, clip: tuple[np.ndarray, int] | None = None) -> SpokenReply | None:
         """Speak an announcement once no turn is running; None when it was cut off."""
         # Never over the user: wait for a running turn and for a question being asked.
@@ -235,6 +278,7 @@ class VoicePipeline:
                 raise
             finally:
                 self._after_speaking()
+                self._quiet()
 
     async def ask_text(self, text: str, speak: bool = False) -> dict[str, Any]:
         """A typed question (``iris ask`` through the daemon): the trace, spoken if ``speak``."""
@@ -249,6 +293,7 @@ class VoicePipeline:
         result = trace.to_dict()
         self.turns.append(result)
         self.turn_count += 1
+        self._quiet()
         return result
 
     # -- one voice turn ---------------------------------------------------------------
@@ -267,12 +312,20 @@ class VoicePipeline:
             text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
-            if not re.search(r"\w", text):
+            held = self._held
+            if held is not None and held.text != text:
+                self._drop_held()  # the question came out different: answer the real one
+                held = None
+            if not re.search(r"\w", text) or is_stop_command(text):
+                self._drop_held()
+                if re.search(r"\w", text):
+                    self.stop()
                 return
-            if is_stop_command(text):
-                self.stop()
-                return
-            await self._answer(utt, text, timings)
+            self._held = None
+            if held is not None:
+                self.speculation["adopted"] += 1
+            timings["speculative"] = held is not None
+            await self._answer(utt, text, timings, held)
         except asyncio.CancelledError:
             raise
         except Exception:  # STT/TTS failures are logged; the daemon keeps listening
@@ -282,8 +335,10 @@ class VoicePipeline:
                 session.cancel()  # a barge-in or stop mid-decode: drop what is still running
             self._after_speaking()
 
-    async def _answer(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
-        trace = TurnTrace(text=text)
+    async def _answer(
+        self, utt: Utterance, text: str, timings: dict[str, Any], held: HeldTurn | None = None
+    ) -> None:
+        trace = held.trace if held is not None else TurnTrace(text=text)
         reply = SpokenReply()
 
         def first_audio(r: SpokenReply) -> None:
@@ -298,7 +353,10 @@ class VoicePipeline:
         try:
             async with self.speech_lock:
                 try:
-                    await self.speaker.speak(self.responder.sentences(text, trace), reply, first_audio)
+                    sentences = (
+                        held.sentences() if held is not None else self.responder.sentences(text, trace)
+                    )
+                    await self.speaker.speak(sentences, reply, first_audio)
                 except LlmError as exc:
                     log.warning("language model failed: %s [%s]", exc.message, exc.code)
                     self.bus.publish(LlmUnavailable(exc.code, exc.message))

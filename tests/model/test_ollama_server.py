@@ -346,8 +346,8 @@ async def test_second_turn_reuses_the_prompt_cache(ollama_server) -> None:
         f"{second.prompt_eval_duration / 1e9:.2f} s"
     )
     assert first.prompt_eval_count > 50
+    # Tokens, not seconds: on a shared machine the durations say more about the neighbours.
     assert second.prompt_eval_count * 3 < first.prompt_eval_count
-    assert second.prompt_eval_duration * 2 < first.prompt_eval_duration
 
 
 @pytest.mark.model

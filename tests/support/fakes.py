@@ -21,6 +21,8 @@ class ScriptedBackend:
     def __init__(self, *replies: Any, chunk: int = 3, no_tools: bool = False) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
+        self.warmups: list[dict[str, Any]] = []
+        """Requests for one token (prompt-cache warm-ups): answered without using the script."""
         self.chunk = chunk
         self.no_tools = no_tools
 
@@ -30,10 +32,17 @@ class ScriptedBackend:
         tools: Sequence[dict[str, Any]] | None,
         options: dict[str, Any] | None = None,
     ) -> AsyncIterator[ChatChunk]:
-        """Replay the next scripted reply."""
-        self.requests.append({"messages": [dict(m) for m in messages], "tools": tools, "options": options})
+        """Replay the next scripted reply (a one-token warm-up gets one token of its own)."""
+        request = {"messages": [dict(m) for m in messages], "tools": tools, "options": options}
         if self.no_tools and tools:
+            self.requests.append(request)
             raise LlmError("llm-no-tools", "model 'x' does not support tools")
+        if (options or {}).get("num_predict") == 1:
+            self.warmups.append(request)
+            yield ChatChunk(content="O")
+            yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=1, prompt_ms=1.0)
+            return
+        self.requests.append(request)
         if not self.replies:
             raise AssertionError("the loop asked for more replies than were scripted")
         reply = self.replies.pop(0)

@@ -27,7 +27,8 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import AudioConfig
 from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded
 from iris_voice.voice.listener import SPEECH_HYSTERESIS
-from tools.testbed.fixtures import BENCH, ENDPOINT, ensure_fixtures, load_manifest, read_wav
+from tools.bench import endpoint_turn
+from tools.testbed.fixtures import BENCH, ENDPOINT, HESITATIONS, ensure_fixtures, load_manifest, read_wav
 
 HANGOVERS_MS = (200, 300, 400, 500, 600, 800)
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
@@ -107,13 +108,22 @@ def main() -> int:
     """Command line: ``python -m tools.bench.endpoint [--json OUT]``."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="also write the verdicts to this file")
+    p.add_argument("--no-smart-turn", action="store_true", help="only the silence hangovers")
     args = p.parse_args()
     ensure_fixtures()
-    names = ["pause", *ENDPOINT, *(f"bench_{n}" for n in BENCH)]
+    names = ["pause", *ENDPOINT, *HESITATIONS, *(f"bench_{n}" for n in BENCH)]
     results = run(names, HANGOVERS_MS)
     report(results, HANGOVERS_MS)
+    turn: dict = {}
+    if not args.no_smart_turn:
+        manifest, detector = load_manifest(), SileroDetector()
+        ends = {n: manifest[n]["speech_end"] / SAMPLE_RATE for n in names if n != "pause"}
+        recordings = {n: (read_wav(n), end) for n, end in ends.items()}
+        recordings |= {n: (a, None) for n, a in endpoint_turn.human_clips().items()}
+        turn = endpoint_turn.run(recordings, lambda audio: probabilities(detector, audio))
+        endpoint_turn.report(turn)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        Path(args.json).write_text(json.dumps({"silence": results, "smart_turn": turn}, indent=1))
     return 0
 
 

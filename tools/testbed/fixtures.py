@@ -110,6 +110,21 @@ ENDPOINT = {
 }
 """Mid-sentence pauses for the endpointing benchmark (tools/bench/endpoint.py): name →
 (the two pieces, the silence between them in seconds)."""
+HESITATIONS = {
+    f"hesitate_{kind}_{round(pause * 1000)}": (text, pause)
+    for kind, text in {
+        "timer": "Set a timer for, ten minutes.",
+        "multiply": "What is twenty three times, forty seven?",
+        "remind": "Remind me to call, my mother in an hour.",
+        "left": "How much time is left on, the pasta timer?",
+    }.items()
+    for pause in (0.5, 0.7)
+}
+"""A speaker who hesitates inside a sentence, with the voice of one who goes on: each text
+is synthesized whole (Piper's comma keeps the intonation open), then the comma's silence
+is stretched to the pause. Unlike ``ENDPOINT`` (two sentences joined, each ending as if
+done), the words before the pause sound and read unfinished: what an end-of-turn model
+must not cut."""
 ESPEAK = {
     "espeak_jarvis_time_tokyo": WAKE + "what time is it in Tokyo?",
     "espeak_time_tokyo": QUESTIONS["time_tokyo"],
@@ -166,6 +181,7 @@ def _spec_hash(espeak: bool) -> str:
         "tail": TAIL_S,
         "pause": PAUSE_S,
         "pauses": {name: pause for name, (_parts, pause) in ENDPOINT.items()},
+        "hesitations": HESITATIONS,
         "piper": version("piper-tts"),
         "soxr": version("soxr"),
     }
@@ -192,6 +208,25 @@ def _piper_audio(synth: Any, texts: list[str]) -> list[np.ndarray]:
         return [_resample(_trim(await speak(t)), synth.sample_rate) for t in texts]
 
     return asyncio.run(all_texts())
+
+
+def _stretch_pause(audio: np.ndarray, pause_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The speech before and after its longest inner silence (10 ms frames below the edge
+    level), for a pause of ``pause_s`` to be put between them."""
+    frame = RATE // 100
+    quiet = [float(np.sqrt(np.mean(audio[i : i + frame] ** 2))) < _EDGE_LEVEL for i in
+             range(0, len(audio) - frame, frame)]  # fmt: skip
+    best, start = (0, 0), None
+    for i, q in enumerate([*quiet, False]):
+        if q and start is None:
+            start = i
+        elif not q and start is not None:
+            if start > 5 and i - start > best[1] - best[0]:
+                best = (start, i)
+            start = None
+    if best == (0, 0):
+        raise ValueError("no pause found to stretch")
+    return audio[: best[0] * frame], audio[best[1] * frame :]
 
 
 def _espeak_audio(text: str) -> np.ndarray:
@@ -262,6 +297,11 @@ def _generate(target: Path, espeak: bool) -> dict[str, Any]:
         audio, spans = _compose(_piper_audio(synth, parts), pause_of(name))
         _write(target / f"{name}.wav", audio)
         manifest[name] = _entry(name, parts, audio, spans, "piper:en_US-joe-medium")
+    for name, (text, pause) in HESITATIONS.items():
+        (whole,) = _piper_audio(synth, [text])
+        audio, spans = _compose(list(_stretch_pause(whole, pause)), pause)
+        _write(target / f"{name}.wav", audio)
+        manifest[name] = _entry(name, [text], audio, spans, "piper:en_US-joe-medium")
     if espeak:
         for name, text in ESPEAK.items():
             audio, spans = _compose([_espeak_audio(text)])

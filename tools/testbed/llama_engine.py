@@ -156,6 +156,9 @@ class Engine:
             cached = self._cached_prefix(tokens)
             clock = _TokenClock()
             t_start = time.perf_counter()
+            if not self._prefill(tokens, cached, stop):
+                log.info("prompt of %d tokens (%d cached): the client left", len(tokens), cached)
+                return
             # One Llama for every request: create_completion reuses the longest common prefix of
             # the KV cache, which is what makes the second turn of a conversation cheap.
             stream = self.llm.create_completion(
@@ -231,6 +234,23 @@ class Engine:
             log.warning("prompt of %d tokens exceeds num_ctx %d: truncating", len(tokens), self.n_ctx)
             tokens = tokens[:4] + tokens[len(tokens) - (limit - 4) :]
         return tokens
+
+    def _prefill(self, tokens: list[int], cached: int, stop: threading.Event) -> bool:
+        """Evaluate the prompt after its cached prefix batch by batch, as Ollama's runner
+        does, and give up between batches once the client went away (False): what was
+        evaluated stays in the cache for the next request. The last token is left to
+        ``create_completion``, which then finds everything before it cached."""
+        llm = self.llm
+        end = len(tokens) - 1
+        if cached >= end:
+            return True
+        llm._ctx.kv_cache_seq_rm(-1, cached, -1)  # drop the diverging rest, as generate() would
+        llm.n_tokens = cached
+        for i in range(cached, end, llm.n_batch):
+            if stop.is_set():
+                return False
+            llm.eval(tokens[i : min(end, i + llm.n_batch)])
+        return not stop.is_set()
 
     def _cached_prefix(self, tokens: list[int]) -> int:
         """How many leading prompt tokens llama-cpp-python will take from the KV cache

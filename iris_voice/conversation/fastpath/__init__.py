@@ -35,8 +35,11 @@ class FastPath:
         registry: ToolRegistry,
         matcher: IntentMatcher | None = None,
         publish: Callable[[Event], None] | None = None,
+        first_clause_words: int = 0,
     ) -> None:
         self.registry = registry
+        self.first_clause_words = first_clause_words
+        """The reply's first piece may be a clause of this many words (``tts.first_clause_words``)."""
         self.matcher = matcher if matcher is not None else IntentMatcher(registry.intents())
         self.publish = publish or (lambda _e: None)
         """Where ``ToolCalled`` goes."""
@@ -66,6 +69,8 @@ class _FastAnswer:
     async def produce(self, turn: Turn) -> AsyncIterator[str]:
         """The reply's sentences (``Producer``)."""
         action, trace = self._match.action, turn.trace
+        if not self._owner.registry.read_only(action.tool):
+            await turn.confirmed()  # a speculative turn sets no timer until it is confirmed
         result = await self._owner.registry.call(action.tool, action.arguments)
         reply = action.reply_for(result.result) if result.ok else None
         trace.extra["intent"] = {"name": action.intent, "match_ms": self._match.ms}
@@ -87,5 +92,5 @@ class _FastAnswer:
         calls = written_calls([result]) if self._mode == ToolMode.TEXT else ""
         turn.messages.extend(tool_turn_messages(self._mode, calls, [result]))
         turn.open_reply = turn.keep_unspoken = True  # the tool ran, whatever is heard
-        for sentence in split_sentences(reply):
+        for sentence in split_sentences(reply, self._owner.first_clause_words):
             yield sentence

@@ -312,7 +312,7 @@ def _calculate(intent: str, slots: Slots) -> Action | None:
 
 def make_calculator_tool() -> Tool:
     """The calculator as a registry ``Tool`` (its "23 * 47 = 1081" is for the model to phrase)."""
-    return tool_from_function(calculator, words=WORDS, intents={"IrisCalculate": _calculate})
+    return tool_from_function(calculator, words=WORDS, intents={"IrisCalculate": _calculate}, read_only=True)
 
 
 ORDER = 20

@@ -278,6 +278,7 @@ def make_clock_tool(default_timezone: str | None = None, now: Callable[[], datet
         direct_return=True,  # "It is 3:05 PM on … in Tokyo." is the answer
         words=WORDS,
         intents=INTENTS,
+        read_only=True,
     )
 
 

@@ -190,6 +190,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             words=WORDS,
             intents=_intents_of(f.__name__),
             grounded=checks.get(f.__name__),
+            read_only=f is list_timers,
         )
         for f in tools
     ]

@@ -335,5 +335,5 @@ def meta_tools(lazy: LazyTools, categories: list[tuple[str, str]]) -> list[Tool]
     # Browse last: the tool nearest the question in the prompt is the one a small model picks.
     return [
         Tool(spec=execute_spec, handler=execute, meta={"mcp": "execute"}),
-        Tool(spec=browse_spec, handler=browse, meta={"mcp": "browse"}),
+        Tool(spec=browse_spec, handler=browse, meta={"mcp": "browse"}, read_only=True),
     ]

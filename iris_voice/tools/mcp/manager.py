@@ -220,7 +220,9 @@ class McpManager:
             "mcp_tool": tool.name,
             "server_description": conn.config.description,
         }
-        return Tool(spec=spec, handler=handler, model=None, meta=meta)
+        # A server's own word that the tool changes nothing lets it run for a speculative turn.
+        read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
+        return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only)
 
     def _sync_tools(self, conn: McpServerConnection) -> None:
         for registry in self._registries:

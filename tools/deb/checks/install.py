@@ -33,6 +33,8 @@ MODEL_FILES = [
     *(f"whisper-base/{n}" for n in ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")),
     "piper/en_US-joe-medium.onnx",
     "piper/en_US-joe-medium.onnx.json",
+    "smart-turn/smart-turn-v3.2-cpu.onnx",
+    "smart-turn/LICENSE",
 ]
 MAX_EXPOSURE = 2.0
 ROUNDTRIP = """

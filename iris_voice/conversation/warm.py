@@ -1,0 +1,94 @@
+"""Keeping the model server's prompt cache in step with the conversation.
+
+Ollama's runner (and IRIS's test server) keeps the tokens of the last prompt in its slot
+and reuses the longest common prefix of the next one; everything after the first token
+that differs is evaluated again, at 50–75 tokens a second for a 1.5B model on two
+cores. Turns the model never saw — answered by the fast path, a direct-return tool, a
+barge-in that trimmed the reply, ``iris forget`` — leave the server's cache behind the
+conversation, so the next question would first pay for all of them (368 tokens of four
+fast-path turns cost ~6 s). Even after a model turn the history holds the reply as it
+was spoken, not the tokens the model wrote.
+
+``PromptWarmer`` closes that gap while IRIS is idle: when the conversation moved on
+since the last warm-up, it sends the conversation so far with a one-token answer
+(``ChatLoop.warmup``). A turn cancels it the moment it starts: the server stops at its
+next batch and the turn goes on from what was evaluated, never waiting behind a warm-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from iris_voice.conversation.history import Conversation, Message
+from iris_voice.errors import LlmError
+
+log = logging.getLogger(__name__)
+
+
+class PromptWarmer:
+    """Warms the server's prompt cache with the conversation whenever IRIS goes idle."""
+
+    def __init__(
+        self,
+        warm: Callable[[list[Message]], Awaitable[None]],
+        conversation: Conversation,
+        enabled: bool = True,
+    ) -> None:
+        self._warm = warm
+        self._conversation = conversation
+        self.enabled = enabled
+        """``llm.warm_cache``: off leaves the cache to the turns themselves."""
+        self._task: asyncio.Task[None] | None = None
+        self._warmed: int | None = None  # the conversation version the cache holds
+        self.warmups = 0
+        """Warm-ups that ran to the end."""
+        self.cancelled = 0
+        """Warm-ups a turn cut short."""
+        self.last_ms: float | None = None
+        """How long the last complete warm-up took."""
+
+    @property
+    def busy(self) -> bool:
+        """A warm-up is running."""
+        return self._task is not None and not self._task.done()
+
+    def warmed(self) -> None:
+        """The cache holds the conversation as it is now (the start-up warm-up did it)."""
+        self._warmed = self._conversation.version
+
+    def idle(self) -> None:
+        """IRIS has nothing to do: warm the cache if the conversation moved on since."""
+        if not self.enabled or self.busy or self._warmed == self._conversation.version:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="prompt-warmup")
+
+    def cancel(self) -> None:
+        """A turn starts: stop a running warm-up now (what it evaluated stays cached)."""
+        if self.busy and self._task is not None:
+            self._task.cancel()
+            self.cancelled += 1
+        self._task = None
+
+    async def settle(self) -> None:
+        """Wait for a running warm-up (file mode and benchmarks, tests)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+
+    async def _run(self) -> None:
+        version = self._conversation.version
+        started = time.perf_counter()
+        try:
+            await self._warm(self._conversation.messages())
+        except LlmError as exc:  # the next turn reports a dead server; a warm-up only logs it
+            log.info("prompt warm-up failed: %s [%s]", exc.message, exc.code)
+            return
+        self.last_ms = round((time.perf_counter() - started) * 1000, 1)
+        self.warmups += 1
+        if self._conversation.version == version:
+            self._warmed = version
+        log.debug("prompt cache warmed to conversation %d in %.0f ms", version, self.last_ms)
