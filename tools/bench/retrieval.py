@@ -89,7 +89,14 @@ def config_for(name: str, host: str, model: str, state: Path) -> Config:
     """The configuration ``name`` (one of ``CONFIGS``), fast path off."""
     servers = [] if name == "builtin" else six_servers(state / "mcp", "eager" if name == "eager" else "lazy")
     return Config(
-        llm=LlmConfig(host=host, model=model, temperature=0.0, num_ctx=8192 if name == "eager" else 4096),
+        # Every tool eager is a ~5,000-token prefix: its first reading outlasts the default timeout.
+        llm=LlmConfig(
+            host=host,
+            model=model,
+            temperature=0.0,
+            num_ctx=8192 if name == "eager" else 4096,
+            request_timeout_s=900 if name == "eager" else 120,
+        ),
         tools=ToolsConfig(timezone="UTC", timers_db=str(state / f"timers-{name}.db")),
         mcp=McpConfig(servers=servers),
         intents=IntentsConfig(enabled=False),
