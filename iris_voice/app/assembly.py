@@ -188,7 +188,7 @@ def build_app(
         from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint
 
         mcp = McpManager(cfg.mcp, errlog=errlog)
-        mcp.register(registry)
+        mcp.register(registry, meta=not cfg.retrieval.enabled or cfg.retrieval.meta_tools)
         cfg = cfg.model_copy(update={"llm": with_mcp_hint(cfg.llm, mcp)})
     responder = build_responder(cfg, registry, publish=bus.publish, backend=backend)
     if speech and engines is None:

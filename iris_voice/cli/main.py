@@ -163,8 +163,8 @@ async def _tools(cfg: config_mod.Config, args: argparse.Namespace, arguments: An
             print(render_json(registry.specs(), args.format))
             return 0
         name = args.name
-        if name not in registry and mcp and mcp.lazy and "/" in name:
-            # A lazy tool's path: run it the way the model would, through execute_tool.
+        if registry.get(name) is None and mcp and mcp.lazy and "/" in name:
+            # A lazy tool not listed yet (hidden tools run by name): through execute_tool.
             arguments, name = {"tool_path": name, "arguments": arguments}, "execute_tool"
         res = await registry.call(name, arguments)
     out: dict[str, Any] = {"ok": res.ok}

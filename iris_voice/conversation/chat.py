@@ -9,19 +9,24 @@ whose answer is a complete sentence (direct return) is spoken at once, without a
 second round.
 
 The prompt prefix (system prompt + tools) never changes between turns, so the server
-reuses its prompt cache. The history is the conversation's (``Turn.history``); the
-events and the record of the turn are ``run_turn``'s.
+reuses its prompt cache; the hidden tools retrieval picks for a turn ride on that turn's
+user message (``toolpick``). Before a call runs, the registry checks it against the user's
+words (grounding); a refused call, or a call to a tool nobody has, ends the turn with a
+short sentence, and call syntax or a tool's name is never spoken. The history is the
+conversation's (``Turn.history``); the events and the record of the turn are ``run_turn``'s.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from iris_voice.config import LlmConfig
+from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
+from iris_voice.conversation.toolpick import ToolPicker
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
 from iris_voice.errors import Code, LlmError
@@ -29,12 +34,31 @@ from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
-from iris_voice.tools.registry import CALL_LEAD_IN, ToolRegistry, ToolResult, spoken
+from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult, spoken
 from iris_voice.tools.render import manifest, render
 
 log = logging.getLogger(__name__)
 
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
+# Call syntax that got past the speech filter — braces, "key": pairs, tags, snake_case
+# identifiers (a tool's name, real or invented: "open_garage_door") — is never spoken.
+_SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNORECASE)
+
+
+def unspeakable(sentence: str, tool_names: list[str]) -> bool:
+    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``) or is
+    a tool's error copied out (``Error: …``)."""
+    if sentence.lstrip().startswith("Error:"):
+        return True
+    return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
+
+
+def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
+    """What to say when the model said nothing after its tools ran: the last result when it
+    can be spoken (a calculator's "23 * 47 = 1081"), else ``CANNOT`` (raw JSON is no answer)."""
+    ok = [c["result"] for c in trace.tool_calls if c["ok"]]
+    text = spoken(ok[-1]) if ok else ""
+    return text if text and not unspeakable(text, tool_names) else CANNOT
 
 
 def clean_sentence(sentence: str) -> str:
@@ -58,12 +82,15 @@ class ChatLoop:
         cfg: LlmConfig,
         publish: Callable[[Event], None] | None = None,
         first_clause_words: int = 0,
+        retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.backend = backend
         self.registry = registry
         self.cfg = cfg
         self.first_clause_words = first_clause_words
         """The reply's first piece may be a clause of this many words (``tts.first_clause_words``)."""
+        self.picker = ToolPicker(registry, retrieval or RetrievalConfig())
+        """Chooses the hidden tools each turn shows (``[retrieval]``)."""
         self.mode = ToolMode.TEXT if cfg.tool_mode == "text" else ToolMode.NATIVE
         """How tools reach the model; ``auto`` falls back to text when the model has no tool template."""
         self._publish = publish or (lambda _e: None)
@@ -86,8 +113,10 @@ class ChatLoop:
             text += "\n\n" + manifest(self.registry.specs(), self.cfg.text_format)
         return {"role": "system", "content": text}
 
-    def _messages(self, turn: Turn) -> list[Message]:
-        return [self.system_message(), *turn.history, *turn.messages]
+    def _messages(self, turn: Turn, picked: list[Tool] | None = None) -> list[Message]:
+        # The picked tools ride on this turn's user message only: the history keeps the words.
+        first, *rest = turn.messages
+        return [self.system_message(), *turn.history, self.picker.with_tools(first, picked or []), *rest]
 
     # -- turns ------------------------------------------------------------------
     async def warmup(self, history: list[Message] | None = None) -> None:
@@ -119,17 +148,26 @@ class ChatLoop:
         calls_made = 0
         limit = self.cfg.max_tool_calls
         seen: set[str] = set()
+        picked = self.picker.pick(turn.text, turn.history) if self.mode == ToolMode.NATIVE else []
+        if picked:
+            trace.extra["retrieved"] = [t.name for t in picked]
+        names = self.registry.callable_names()
+        dropped, said_before = False, 0
         said_in_turn = 0
         while True:
-            allow_tools = calls_made < limit and len(self.registry) > 0
+            allow_tools = calls_made < limit and len(names) > 0
             trace.rounds += 1
             content, structured, said = "", [], 0
             written: list[TextCall] = []  # calls written as text, as the speech filter decided them
             clause = 0 if said_in_turn else self.first_clause_words  # only the turn's first piece
             async for sentence, chunk_content, chunk_calls in self._one_round(
-                turn, allow_tools, trace, written, clause
+                turn, allow_tools, trace, written, picked, clause
             ):
                 if sentence is not None and (sentence := clean_sentence(sentence)):
+                    if unspeakable(sentence, names):
+                        log.info("not spoken (call syntax or a tool name): %r", sentence)
+                        dropped = True
+                        continue
                     said += 1
                     said_in_turn += 1
                     yield sentence
@@ -137,9 +175,19 @@ class ChatLoop:
                 structured.extend(chunk_calls)
             # The calls to run are the ones the speech filter held back: what was spoken is
             # never run (a call too long for the filter to hold was spoken, so it is not a call).
-            _, remainder = extract_calls(content, self.registry.names())
+            _, remainder = extract_calls(content, names)
             calls = structured or [(c.name, c.arguments) for c in written]
+            said_before += said
             if not calls or not allow_tools:
+                if dropped and not said_before and not trace.tool_calls:
+                    yield CANNOT  # only call syntax was written, for no tool IRIS has
+                elif not said_before and trace.tool_calls:
+                    yield last_words(trace, names)
+                return
+            if all(self.registry.get(n) is None for n, _ in calls):
+                # Calls to tools nobody has ("open_garage_door"): an action IRIS cannot do.
+                trace.extra["unknown_tools"] = [n for n, _ in calls]
+                yield CANNOT
                 return
             keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
             if all(k in seen for k in keys):
@@ -158,10 +206,14 @@ class ChatLoop:
                 calls_made += 1
                 if not self.registry.read_only(name):
                     await turn.confirmed()  # a speculative turn changes nothing until confirmed
-                res = await self.registry.call(name, args)
+                res = await self.registry.call(name, args, request=turn.text)
                 results.append(res)
                 trace.add_call(res)
                 self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
+                if res.refusal:  # not grounded in the user's words: said instead, nothing ran
+                    trace.extra["refused"] = res.name
+                    yield res.refusal
+                    return
             keep_text = structured or self.mode == ToolMode.TEXT
             said_around = content if keep_text else remainder
             if self.mode == ToolMode.NATIVE:
@@ -182,16 +234,22 @@ class ChatLoop:
         return 0 < len(results) == asked and all(r.direct for r in results)
 
     async def _one_round(
-        self, turn: Turn, allow_tools: bool, trace: TurnTrace, written: list[TextCall], clause: int = 0
+        self,
+        turn: Turn,
+        allow_tools: bool,
+        trace: TurnTrace,
+        written: list[TextCall],
+        picked: list[Tool],
+        clause: int = 0,
     ):
         """Stream one model reply: yields (sentence|None, content delta, structured calls);
         ``written`` receives the calls written as text that the speech filter swallowed;
         ``clause``: the first piece may be a clause of that many words."""
         tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
-        speak = SpeakableFilter(self.registry.names())
+        speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
         try:
-            stream = self.backend.stream(self._messages(turn), tools)
+            stream = self.backend.stream(self._messages(turn, picked), tools)
             async for chunk in stream:
                 if trace.first_token_ms is None and (chunk.content or chunk.tool_calls):
                     trace.first_token_ms = trace.elapsed_ms()
@@ -211,7 +269,7 @@ class ChatLoop:
                 self.mode = ToolMode.TEXT
                 if trace.execution_path == ExecutionPath.NATIVE:
                     trace.execution_path = ExecutionPath.TEXT
-                async for item in self._one_round(turn, allow_tools, trace, written, clause):
+                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause):
                     yield item
                 return
             raise

@@ -122,7 +122,14 @@ def build_responder(
     server (tests)."""
     llm = cfg.llm
     clause = cfg.tts.first_clause_words
-    chat = ChatLoop(backend or OllamaBackend(llm), registry, llm, publish=publish, first_clause_words=clause)
+    chat = ChatLoop(
+        backend or OllamaBackend(llm),
+        registry,
+        llm,
+        publish=publish,
+        first_clause_words=clause,
+        retrieval=cfg.retrieval,
+    )
     bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
     boost = None
     if cfg.boost.enabled:

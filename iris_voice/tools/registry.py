@@ -55,9 +55,19 @@ class ToolResult:
     """Wall time of validation plus the call."""
     direct: bool = False
     """True when the tool's answer is a complete sentence that may be spoken as is."""
+    refusal: str = ""
+    """Set when IRIS refused to run the call (its arguments are not grounded in what the
+    user said): the sentence to say instead; the tool did not run."""
 
 
 Handler = Callable[..., Any]
+GroundingCheck = Callable[[str, dict[str, Any]], Awaitable[str | None]]
+"""``check(request, arguments)``: None when the validated ``arguments`` are grounded in
+``request`` (the user's words), else the question to ask the user instead ("How long should
+the timer run?"). A model may invent a duration or a timer to cancel; this check is IRIS's,
+not the model's."""
+CANNOT = "Sorry, I can't do that."
+"""What IRIS says when it refuses a call the user's words do not ask for."""
 _NOTE = re.compile(r"\s*\([^()]*\)")
 
 
@@ -104,6 +114,9 @@ class Tool:
     """Calling it changes nothing (the clock, the calculator, a listing): it may run for a
     turn started before the user was done (``stt.speculative``). Tools with side effects
     wait until the turn is confirmed."""
+    grounded: GroundingCheck | None = None
+    """For a tool with side effects: checks a call against the user's words before it runs
+    (see ``GroundingCheck``); None runs every valid call."""
 
     @property
     def name(self) -> str:
@@ -186,6 +199,7 @@ def tool_from_function(
     words: Iterable[str] = (),
     intents: Mapping[str, Any] | None = None,
     read_only: bool = False,
+    grounded: GroundingCheck | None = None,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -199,6 +213,7 @@ def tool_from_function(
         words=tuple(words),
         intents=dict(intents or {}),
         read_only=read_only,
+        grounded=grounded,
     )
 
 
@@ -215,19 +230,29 @@ def format_validation_error(name: str, exc: ValidationError) -> str:
 
 
 class ToolRegistry:
-    """Holds the tools a model may call and runs calls safely."""
+    """Holds the tools a model may call and runs calls safely.
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    A tool is *listed* (shown to the model on every turn: ``names``, ``specs``, iteration)
+    or *hidden*: callable by name but shown only when retrieval picks it for a turn (a lazy
+    MCP server's tools). ``get`` and ``call`` find both.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = (), hidden: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._hidden: dict[str, Tool] = {}
         for t in tools:
             self.register(t)
+        for t in hidden:
+            self.register(t, hidden=True)
 
-    def register(self, tool: Tool, *, first: bool = False) -> Tool:
-        """Add a tool (at the end, or ``first``: the order the model sees them in);
-        a second tool with the same name is a programming error."""
-        if tool.name in self._tools:
+    def register(self, tool: Tool, *, first: bool = False, hidden: bool = False) -> Tool:
+        """Add a tool (at the end, or ``first``: the order the model sees them in; or
+        ``hidden``: not listed); a second tool with the same name is a programming error."""
+        if tool.name in self._tools or tool.name in self._hidden:
             raise ValueError(f"tool {tool.name!r} is already registered")
-        if first:
+        if hidden:
+            self._hidden[tool.name] = tool
+        elif first:
             self._tools = {tool.name: tool, **self._tools}
         else:
             self._tools[tool.name] = tool
@@ -238,8 +263,17 @@ class ToolRegistry:
         return self.register(tool_from_function(func, **kwargs))
 
     def unregister(self, name: str) -> None:
-        """Remove a tool if present."""
+        """Remove a tool (listed or hidden) if present."""
         self._tools.pop(name, None)
+        self._hidden.pop(name, None)
+
+    def hidden(self) -> list[Tool]:
+        """The hidden tools, in registration order."""
+        return list(self._hidden.values())
+
+    def callable_names(self) -> list[str]:
+        """Every name a call may use: the listed tools, then the hidden ones."""
+        return [*self._tools, *self._hidden]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -251,8 +285,14 @@ class ToolRegistry:
         return len(self._tools)
 
     def get(self, name: str) -> Tool | None:
-        """The tool called ``name``, or None."""
-        return self._tools.get(name)
+        """The tool called ``name`` (listed or hidden), or None. A hidden tool may also be
+        named without its category (``read_query`` for ``data/sqlite/read_query``) when only
+        one tool has that name: small models drop the path they were shown."""
+        tool = self._tools.get(name) or self._hidden.get(name)
+        if tool is None and name and "/" not in name:
+            owners = [t for n, t in self._hidden.items() if n.rpartition("/")[2] == name]
+            tool = owners[0] if len(owners) == 1 else None
+        return tool
 
     def names(self) -> list[str]:
         """Registered tool names in registration order."""
@@ -275,27 +315,40 @@ class ToolRegistry:
         drop = set(disabled)
         direct = set(direct_return) if direct_return is not None else None
         return ToolRegistry(
-            t if direct is None else replace(t, direct_return=t.name in direct)
-            for n, t in self._tools.items()
-            if n in keep and n not in drop
+            (
+                t if direct is None else replace(t, direct_return=t.name in direct)
+                for n, t in self._tools.items()
+                if n in keep and n not in drop
+            ),
+            hidden=(t for n, t in self._hidden.items() if n not in drop),
         )
 
     def read_only(self, name: str) -> bool:
-        """Whether ``name`` is a registered tool that changes nothing (unknown names: no)."""
-        tool = self._tools.get(name)
+        """Whether ``name`` is a registered tool (listed or hidden) that changes nothing
+        (unknown names: no)."""
+        tool = self.get(name)
         return tool is not None and tool.read_only
 
     def intents(self) -> dict[str, Any]:
         """Every fast-path intent the tools declare: intent name → handler."""
         return {name: handler for t in self._tools.values() for name, handler in t.intents.items()}
 
-    async def call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
-        """Validate and run one call; every failure becomes an ``Error: …`` result."""
+    async def call(
+        self, name: str, arguments: dict[str, Any] | str | None, *, request: str | None = None
+    ) -> ToolResult:
+        """Validate and run one call; every failure becomes an ``Error: …`` result.
+
+        With ``request`` (the user's words that led to the call), a tool that declares a
+        grounding check runs only if the check passes; otherwise the result carries the
+        ``refusal`` to say and the tool does not run.
+        """
         start = time.perf_counter()
 
-        def done(ok: bool, text: str, args: dict[str, Any], direct: bool = False) -> ToolResult:
+        def done(
+            ok: bool, text: str, args: dict[str, Any], direct: bool = False, refusal: str = ""
+        ) -> ToolResult:
             ms = (time.perf_counter() - start) * 1000
-            return ToolResult(name, args, ok, text, round(ms, 2), direct and ok)
+            return ToolResult(name, args, ok, text, round(ms, 2), direct and ok, refusal)
 
         args: Any = arguments if arguments is not None else {}
         if isinstance(args, str):
@@ -307,10 +360,11 @@ class ToolRegistry:
                 return done(False, f"Error: arguments for {name} are nested too deeply", {})
         if not isinstance(args, dict):
             return done(False, f"Error: arguments for {name} must be a JSON object", {})
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
             known = ", ".join(self._tools) or "none"
             return done(False, f"Error: unknown tool {name!r}. Available tools: {known}", args)
+        name = tool.name  # a hidden tool named without its category: the result names it in full
         kwargs = args
         validated: BaseModel | None = None
         if tool.model is not None:
@@ -320,6 +374,11 @@ class ToolRegistry:
                 kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
             except ValidationError as exc:
                 return done(False, format_validation_error(name, exc), args)
+        if tool.grounded is not None and request is not None:
+            ask = await tool.grounded(request, kwargs)
+            if ask is not None:
+                log.info("refused %s(%s): not grounded in %r", name, args, request)
+                return done(False, f"Error: not done: {ask}", args, refusal=refusal(tool, request, ask))
         try:
             if inspect.iscoroutinefunction(tool.handler):
                 value = await tool.handler(**kwargs)
@@ -335,3 +394,12 @@ class ToolRegistry:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         shown = validated.model_dump(mode="json") if validated is not None else kwargs
         return done(True, text, shown, tool.direct_return)
+
+
+def refusal(tool: Tool, request: str, ask: str) -> str:
+    """What to say for a refused call: the tool's question when the user's words are about
+    what the tool does ("set a timer" → "How long should the timer run?"), else ``CANNOT``
+    ("turn on the lamp" never asked for a timer)."""
+    if any(re.search(rf"\b(?:{w})\b", request, re.IGNORECASE) for w in tool.words):
+        return ask
+    return CANNOT

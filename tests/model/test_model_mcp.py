@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from iris_voice.app.assembly import open_app
-from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
+from iris_voice.config import Config, LlmConfig, McpConfig, RetrievalConfig, ToolsConfig
 from iris_voice.conversation.responder import ask
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL, LAZY_HINT
 from tests.support.mcp_servers import calculator, time_server
@@ -36,7 +36,10 @@ async def test_time_in_paris_through_a_lazy_mcp_server(ollama_server, tmp_path):
         time_server(description="get the current time in any time zone"),
         calculator(description="evaluate math expressions"),
     ]
-    cfg = Config(llm=llm, tools=tools, mcp=McpConfig(servers=servers))
+    # Retrieval off: this is the meta-tools' path (browse, then execute).
+    cfg = Config(
+        llm=llm, tools=tools, mcp=McpConfig(servers=servers), retrieval=RetrievalConfig(enabled=False)
+    )
     devnull = open(os.devnull, "w")  # noqa: SIM115
     async with open_app(cfg, errlog=devnull) as app:  # the assembly every entry point uses
         assert app.mcp is not None and await app.mcp.wait_ready(60)

@@ -83,10 +83,10 @@ async def test_status_reports_how_late_the_event_loop_runs(tmp_path, monkeypatch
 async def test_the_daemon_owns_its_mcp_servers(tmp_path, monkeypatch):
     daemon, notify, _ = _daemon(tmp_path, monkeypatch, mcp=McpConfig(servers=[time_server()]))
     task = await _started(daemon, notify)
-    assert {"get_tools_in_category", "execute_tool"} <= set(daemon.app.registry.names())
     assert await daemon.app.mcp.wait_ready(30)
-    paris = {"tool_path": "time/get_current_time", "arguments": {"timezone": "Europe/Paris"}}
-    result = await daemon.app.registry.call("execute_tool", paris)
+    # lazy with retrieval on (the default): hidden, callable by name, not listed every turn
+    assert "time/get_current_time" not in daemon.app.registry.names()
+    result = await daemon.app.registry.call("time/get_current_time", {"timezone": "Europe/Paris"})
     assert result.ok and "Europe/Paris" in result.result
     daemon.request_stop()
     assert await asyncio.wait_for(task, 10) == 0

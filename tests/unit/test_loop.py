@@ -11,7 +11,7 @@ from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.errors import LlmError
 from iris_voice.events import EventBus, SentenceReady, ToolCalled, TurnFinished
-from iris_voice.tools.registry import ToolRegistry, ToolResult
+from iris_voice.tools.registry import CANNOT, ToolRegistry, ToolResult
 from tests.support.fakes import ScriptedBackend, chat_assistant
 
 
@@ -96,11 +96,21 @@ async def test_call_limit_then_final_answer_without_tools():
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
-async def test_unknown_tool_is_an_error_result_not_a_crash():
+async def test_a_call_to_an_unknown_tool_is_no_crash_and_ends_the_turn_with_cannot():
+    # A tool nobody has is an action IRIS cannot take: said at once, no second round.
     loop, backend, _ = make([("launch_rocket", {})], "I cannot do that.")
     trace = await ask(loop, "launch")
-    assert trace.tool_calls[0]["ok"] is False
-    assert "unknown tool 'launch_rocket'" in backend.requests[1]["messages"][-1]["content"]
+    assert trace.reply == CANNOT and trace.extra["unknown_tools"] == ["launch_rocket"]
+    assert len(backend.requests) == 1 and trace.tool_calls == []
+
+
+async def test_an_unknown_tool_beside_a_known_one_is_an_error_result_the_model_reads():
+    loop, backend, _ = make([("launch_rocket", {}), ("multiply", {"a": 2, "b": 3})], "It is 6.")
+    trace = await ask(loop, "launch and multiply")
+    assert trace.tool_calls[0]["ok"] is False and trace.tool_calls[1]["ok"] is True
+    assert any(
+        "unknown tool 'launch_rocket'" in m.get("content", "") for m in backend.requests[1]["messages"]
+    )
 
 
 async def test_auto_mode_switches_to_text_when_model_has_no_tools():

@@ -263,10 +263,11 @@ def test_cli_lists_and_calls_mcp_tools(tmp_path, capsys, monkeypatch):
     lazy = _write_config(tmp_path, "lazy")
     assert main(["--config", lazy, "tools", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith(BROWSE_TOOL) for line in lines)
+    # retrieval on (the default): lazy tools are hidden but callable, no meta-tools listed
+    assert not any(line.startswith(BROWSE_TOOL) for line in lines)
     assert any(line.startswith("time/get_current_time") and "[lazy]" in line for line in lines)
-    call = json.dumps({"tool_path": "time/get_current_time", "arguments": {"timezone": "Europe/Paris"}})
-    assert main(["--config", lazy, "tools", "call", EXECUTE_TOOL, call]) == 0
+    call = json.dumps({"timezone": "Europe/Paris"})
+    assert main(["--config", lazy, "tools", "call", "time/get_current_time", call]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and json.loads(out["result"])["timezone"] == "Europe/Paris"
     assert main(["--config", lazy, "tools", "call", "time/get_current_time", "{}"]) == 1

@@ -29,6 +29,7 @@ from iris_voice.timers.parse import (
 from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
+from iris_voice.tools.builtin.grounding import timer_checks
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
 from iris_voice.tools.registry import Tool, tool_from_function
 from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
@@ -38,7 +39,8 @@ _MINUS = re.compile(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", re.IGNORECAS
 
 def _clean_label(label: str | None) -> str:
     """Turn "the pasta timer" into "pasta": the sentences add "the" and "timer" themselves."""
-    text = " ".join((label or "").split()).rstrip(".!?")
+    # A model may write the name as an identifier ("one_hour_timer"): it is spoken back.
+    text = " ".join((label or "").replace("_", " ").split()).rstrip(".!?")
     text = re.sub(r"^(?:the|a|an|my)\s+", "", text, flags=re.IGNORECASE)
     return re.sub(r"\s*\btimer$", "", text, flags=re.IGNORECASE)
 
@@ -117,7 +119,9 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             said.append(f"You have {plural(len(reminders), 'reminder')}: {speak_list(reminders)}.")
         return " ".join(said)
 
-    async def cancel_timer(which: Annotated[str, "number, label, 'all' or 'last'"]) -> str:
+    async def cancel_timer(
+        which: Annotated[str, "the timer's name (e.g. pasta), a number, 'all' or 'last'"],
+    ) -> str:
         """Cancel timers or reminders."""
         rows = await service.cancel(which)
         if not rows:
@@ -173,10 +177,20 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             return f"{speak_skipped(resolved.skipped, now)}, so {said}"
         return said
 
+    async def labels() -> list[str]:
+        return [row.label for row in await service.list()]
+
+    # Calls with side effects run only when the user's words ask for them (grounding).
+    checks = timer_checks(labels, tz, lambda: service.clock.now())
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
         tool_from_function(
-            f, direct_return=True, words=WORDS, intents=_intents_of(f.__name__), read_only=f is list_timers
+            f,
+            direct_return=True,
+            words=WORDS,
+            intents=_intents_of(f.__name__),
+            grounded=checks.get(f.__name__),
+            read_only=f is list_timers,
         )
         for f in tools
     ]

@@ -99,8 +99,7 @@ class McpManager:
         self._registries: list[ToolRegistry] = []
         self._eager_names: dict[tuple[int, str], list[str]] = {}
         for conn in self.connections.values():
-            if conn.config.mode == "eager":
-                conn.on_tools_changed(self._sync_eager)
+            conn.on_tools_changed(self._sync_tools)
 
     def __bool__(self) -> bool:
         return bool(self.connections)
@@ -140,13 +139,14 @@ class McpManager:
         """The server whose tools live at ``category`` (``time``, ``utilities/math``)."""
         return self._by_category.get(category.strip().strip("/").lower())
 
-    def register(self, registry: ToolRegistry) -> None:
-        """Add eager tools now and whenever their lists change, and the meta-tools if a server is lazy."""
+    def register(self, registry: ToolRegistry, *, meta: bool = True) -> None:
+        """Add eager tools now and whenever their lists change, lazy ones as hidden tools
+        (callable by name, shown only when retrieval picks them), and, with ``meta``, the
+        meta-tools if a server is lazy."""
         self._registries.append(registry)
         for conn in self.connections.values():
-            if conn.config.mode == "eager":
-                self._sync_into(registry, conn)
-        if self.lazy:
+            self._sync_into(registry, conn)
+        if self.lazy and meta:
             # First in the prompt, execute before browse: the order in which
             # Qwen2.5-Coder-1.5B browsed and then executed (at the end it wrote an empty
             # <tools></tools> for a question only an MCP tool answers).
@@ -205,34 +205,40 @@ class McpManager:
         """What ``execute_tool`` does (raises ``ToolError`` with what to fix)."""
         return await self.lazy.execute(tool_path, arguments or {})
 
-    # -- eager tools ---------------------------------------------------------------------
-    def _eager_tool(self, conn: McpServerConnection, tool: types.Tool) -> Tool:
+    # -- registry tools (eager: listed; lazy: hidden) -------------------------------------
+    def _registry_tool(self, conn: McpServerConnection, tool: types.Tool) -> Tool:
         async def handler(**arguments: Any) -> str:
             # The newest schema the server listed, in case it changed since registration.
             current = next((t for t in conn.tools if t.name == tool.name), tool)
             return await call_checked(conn, current, arguments)
 
         spec = tool_spec(conn.config.category, tool)
-        meta = {"server": conn.name, "category": conn.config.category, "mode": "eager", "mcp_tool": tool.name}
+        meta = {
+            "server": conn.name,
+            "category": conn.config.category,
+            "mode": conn.config.mode,
+            "mcp_tool": tool.name,
+            "server_description": conn.config.description,
+        }
         # A server's own word that the tool changes nothing lets it run for a speculative turn.
         read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
         return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only)
 
-    def _sync_eager(self, conn: McpServerConnection) -> None:
+    def _sync_tools(self, conn: McpServerConnection) -> None:
         for registry in self._registries:
             self._sync_into(registry, conn)
 
     def _sync_into(self, registry: ToolRegistry, conn: McpServerConnection) -> None:
-        """Replace ``conn``'s eager tools in ``registry`` by its current list."""
+        """Replace ``conn``'s tools in ``registry`` by its current list (hidden when lazy)."""
         key = (id(registry), conn.name)
         for name in self._eager_names.pop(key, []):
             registry.unregister(name)
         names = []
         for tool in conn.tools:
-            entry = self._eager_tool(conn, tool)
-            if entry.name in registry:
+            entry = self._registry_tool(conn, tool)
+            if entry.name in registry.callable_names():
                 log.warning("MCP tool %s clashes with a registered tool; skipped", entry.name)
                 continue
-            registry.register(entry)
+            registry.register(entry, hidden=conn.config.mode == "lazy")
             names.append(entry.name)
         self._eager_names[key] = names

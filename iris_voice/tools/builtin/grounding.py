@@ -1,0 +1,163 @@
+"""Grounding checks for the timer tools: a side effect only when the user's words ask for it.
+
+A small model fills in what nobody said: "Turn on the lamp." became a one-minute "lamp"
+timer, "Call my sister." a reminder, "turn off dining room" cancelled the user's living
+room timer. Before such a call runs, IRIS (not the model) checks it against the request:
+
+- a duration (``set_timer``, ``adjust_timer``) must be one the user said: some run of their
+  words with a time unit in it parses to the same number of seconds;
+- a reminder's time must be one the user said: some run of their words resolves to the
+  same moment;
+- a timer to cancel, pause, resume or change must be named in the request, or the request
+  must speak of timers (``all`` only when it says all, every or both).
+
+Each check answers None (run the call) or the question to ask instead. This module is
+not a tool family (it has no ``provide``); ``timers`` attaches the checks to its tools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from datetime import datetime, tzinfo
+from typing import Any
+
+from iris_voice.timers.parse import parse_duration, resolve_when
+from iris_voice.tools.registry import GroundingCheck
+from iris_voice.tools.spoken import digits
+
+_MAX_RUN = 7  # words in the longest duration or time people say ("an hour and a half from now")
+_UNIT = re.compile(
+    r"\d\s*(?:h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?|d|days?)\b|\bhour|\bminute|\d:\d"
+)  # noqa: E501
+# A clock time or a day word: a bare number ("in 2", "2") names no moment anybody meant.
+_TIME_WORD = re.compile(
+    r"\d\s*(?:am|pm)\b|\d[:.]\d|\bat \d|o'clock"
+    r"|\b(?:noon|midday|midnight|tonight|tomorrow|morning|afternoon|evening)\b"
+)
+_FILLER = re.compile(r"\b(?:more|extra|additional|another|further|longer)\b")
+TIMER_WORDS = re.compile(r"\b(?:timers?|reminders?|alarms?|countdowns?)\b", re.IGNORECASE)
+"""Words that make a request speak of timers."""
+_ALL = re.compile(r"\b(?:all|every|everything|both)\b", re.IGNORECASE)
+_REFERENCES = re.compile(r"^\s*(?:|last|the last one|latest|\d+|#\d+|first|second|third|it|that|this)\s*$")
+_ARTICLES = re.compile(r"^(?:the|my|a|an|our)\s+|\s+(?:timers?|reminders?|alarms?)$", re.IGNORECASE)
+
+
+def _runs(text: str) -> list[str]:
+    """Every run of up to ``_MAX_RUN`` consecutive words of ``text``, spoken numbers as digits."""
+    # text2num reads "second" as the ordinal ("a 45 2nd timer"): here it is always the unit
+    spoken = re.sub(r"\b2nd\b", "second", digits(text.lower()))
+    words = re.findall(r"[\w:.'-]+", spoken)
+    words = [w.strip(".") for w in words if w.strip(".")]
+    ends = lambda i: range(i + 1, min(len(words), i + _MAX_RUN) + 1)  # noqa: E731
+    return [" ".join(words[i:j]) for i in range(len(words)) for j in ends(i)]
+
+
+def said_durations(text: str) -> set[float]:
+    """Seconds of every duration the words of ``text`` state ("twelve minutes" → 720)."""
+    found = set()
+    for run in _runs(_FILLER.sub(" ", text)):
+        if not _UNIT.search(run):
+            continue  # a bare number ("22 degrees") is no duration
+        try:
+            found.add(parse_duration(run))
+        except ValueError:
+            pass
+    return found
+
+
+def said_moments(text: str, now: datetime) -> set[float]:
+    """Timestamps of every moment the words of ``text`` name ("at 6 pm", "in 2 hours")."""
+    found = set()
+    for run in _runs(text):
+        if not (_TIME_WORD.search(run) or _UNIT.search(run)):
+            continue
+        try:
+            found.add(resolve_when(run, now).moment.timestamp())
+        except ValueError:
+            pass
+    return found
+
+
+_MORE = re.compile(r"\b(?:more|add|extra|additional|another|longer|plus|extend)\b", re.IGNORECASE)
+_LESS = re.compile(r"\b(?:less|take|remove|off|minus|shorter|subtract|reduce)\b", re.IGNORECASE)
+
+
+def _duration_grounded(request: str, duration: Any, signed: bool = False) -> bool:
+    """The duration is one the request states; with ``signed`` (adjust_timer), its sign also
+    agrees with the request's words ("two more minutes" never takes time off)."""
+    raw = str(duration)
+    text = re.sub(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", "", raw, flags=re.IGNORECASE)
+    try:
+        wanted = parse_duration(text)
+    except ValueError:
+        return True  # the tool itself says what is wrong, and nothing runs
+    if signed:
+        negative = text != raw
+        if (negative and _MORE.search(request) and not _LESS.search(request)) or (
+            not negative and _LESS.search(request) and not _MORE.search(request)
+        ):
+            return False
+    return any(abs(wanted - said) < 1 for said in said_durations(request))
+
+
+def _label_words(label: str) -> list[str]:
+    return re.findall(r"\w+", _ARTICLES.sub("", " ".join(label.lower().split())))
+
+
+def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
+    """True when ``which`` is a timer the request names, or the request speaks of timers."""
+    which = " ".join(str(which or "").lower().split())
+    said = set(re.findall(r"\w+", request.lower()))
+    about_timers = bool(TIMER_WORDS.search(request))
+    if re.search(r"\ball\b", which):
+        return about_timers and bool(_ALL.search(request))
+    words = _label_words(which)
+    # A running timer the request names is the one it means: "last" or another is a guess.
+    meant = [_label_words(label) for label in labels if _label_words(label)]
+    meant = [w for w in meant if all(x in said for x in w)]
+    if _REFERENCES.match(which):
+        return about_timers and not meant
+    named = bool(words) and all(w in said for w in words)
+    existing = any(_label_words(label) == words for label in labels)
+    return named and (about_timers or existing) and (not meant or words in meant)
+
+
+def timer_checks(
+    labels: Callable[[], Awaitable[list[str]]], tz: tzinfo, now: Callable[[], float]
+) -> dict[str, GroundingCheck]:
+    """Grounding checks by tool name, over the labels of the running timers and reminders."""
+
+    async def set_timer(request: str, args: dict[str, Any]) -> str | None:
+        if _duration_grounded(request, args.get("duration")):
+            return None
+        return "How long should the timer run?"
+
+    async def adjust_timer(request: str, args: dict[str, Any]) -> str | None:
+        if not _duration_grounded(request, args.get("duration"), signed=True):
+            return "How much time should I add or take off?"
+        return await _which(request, args)
+
+    async def _which(request: str, args: dict[str, Any]) -> str | None:
+        if _which_grounded(request, args.get("which"), await labels()):
+            return None
+        return "Which timer do you mean?"
+
+    async def set_reminder(request: str, args: dict[str, Any]) -> str | None:
+        moment = datetime.fromtimestamp(now(), tz)
+        try:
+            wanted = resolve_when(str(args.get("when", "")), moment).moment.timestamp()
+        except ValueError:
+            return None  # the tool says what is wrong, and nothing is set
+        if any(abs(wanted - said) < 61 for said in said_moments(request, moment)):
+            return None
+        return "When should I remind you?"
+
+    return {
+        "set_timer": set_timer,
+        "adjust_timer": adjust_timer,
+        "cancel_timer": _which,
+        "pause_timer": _which,
+        "resume_timer": _which,
+        "set_reminder": set_reminder,
+    }

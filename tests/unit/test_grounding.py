@@ -1,0 +1,178 @@
+"""Side effects only when the user's words ask for them: IRIS's grounding check, and what
+is never spoken (call syntax, tool names)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from iris_voice.conversation.chat import unspeakable
+from iris_voice.conversation.responder import ask
+from iris_voice.conversation.turn import FALLBACK_REPLY
+from iris_voice.tools.builtin.grounding import said_durations, said_moments
+from iris_voice.tools.registry import CANNOT
+from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
+
+NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+
+
+def test_durations_said_are_found_in_words_and_digits():
+    assert said_durations("Please set a timer for twelve minutes for the eggs.") == {720.0}
+    assert said_durations("Give the pasta timer two more minutes.") == {120.0}
+    assert 5400.0 in said_durations("set a timer for an hour and a half")
+    assert said_durations("Turn the heating up to 22 degrees.") == set()  # a number is no duration
+    assert said_durations("Turn on the lamp.") == set()
+
+
+def test_moments_said_are_found_and_bare_numbers_are_not_moments():
+    at_six = datetime(2026, 11, 24, 18, 0, tzinfo=UTC).timestamp()
+    assert said_moments("Remind me to water the plants at 6 pm.", NOW) == {at_six}
+    in_two = datetime(2026, 11, 24, 12, 0, tzinfo=UTC).timestamp()
+    assert said_moments("Remind me to call mom in 2 hours.", NOW) == {in_two}
+    assert said_moments("Call my sister.", NOW) == set()
+    assert said_moments("Set the thermostat to 20 degrees", NOW) == set()
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args", "said"),
+    [
+        ("Turn on the lamp.", "set_timer", {"duration": "1 minute", "label": "lamp"}, CANNOT),
+        (
+            "Set a timer for the eggs.",
+            "set_timer",
+            {"duration": "5 minutes"},
+            "How long should the timer run?",
+        ),
+        ("Call my sister.", "set_reminder", {"when": "in 1 hour", "message": "call your sister"}, CANNOT),
+        ("Hi ESP, turn off dining room.", "cancel_timer", {"which": "pasta"}, CANNOT),
+        ("Hi ESP, turn off dining room.", "cancel_timer", {"which": "all"}, CANNOT),
+        ("Turn off the dining room.", "cancel_timer", {"which": "dining room"}, CANNOT),
+        ("Make the lamp brighter.", "adjust_timer", {"duration": "2 minutes", "which": "pasta"}, CANNOT),
+        ("Pause the music.", "pause_timer", {"which": "music"}, "Which timer do you mean?"),
+    ],
+)
+async def test_a_call_the_words_do_not_ask_for_is_refused_and_nothing_changes(request_, name, args, said):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    before = (await registry.call("list_timers", {})).result
+    result = await registry.call(name, args, request=request_)
+    assert not result.ok and result.refusal == said and result.result.startswith("Error: not done")
+    assert (await registry.call("list_timers", {})).result == before
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        ("Set a tea timer for three minutes.", "set_timer", {"duration": "3 minutes", "label": "tea"}),
+        ("Start a timer for one hour.", "set_timer", {"duration": "60 minutes"}),
+        ("Remind me to call mom in 2 hours.", "set_reminder", {"when": "in 2 hours", "message": "call mom"}),
+        ("Remind me at 7 pm to take out the trash", "set_reminder", {"when": "19:00", "message": "trash"}),
+        ("Cancel the pasta timer.", "cancel_timer", {"which": "pasta"}),
+        ("Cancel the pasta.", "cancel_timer", {"which": "pasta"}),  # names a running timer
+        ("Stop all my timers", "cancel_timer", {"which": "all"}),
+        (
+            "Give the pasta timer two more minutes.",
+            "adjust_timer",
+            {"duration": "2 minutes", "which": "pasta"},
+        ),
+        ("Pause the timer.", "pause_timer", {}),
+    ],
+)
+async def test_a_call_grounded_in_the_words_runs(request_, name, args):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    result = await registry.call(name, args, request=request_)
+    assert result.ok and not result.refusal, result.result
+
+
+async def test_without_a_request_the_check_does_not_apply():
+    # The fast path's calls come from sentence templates: grounded by construction.
+    assert (await builtin_registry().call("set_timer", {"duration": "1 minute", "label": "lamp"})).ok
+
+
+async def test_the_chat_loop_says_the_refusal_instead_of_running_the_call():
+    registry = builtin_registry()
+    backend = ScriptedBackend([("set_timer", {"duration": "1 minute", "label": "lamp"})])
+    trace = await ask(chat_assistant(backend, registry), "Turn on the lamp.")
+    assert trace.reply == CANNOT and trace.extra["refused"] == "set_timer"
+    assert len(backend.requests) == 1  # no second round
+    assert (await registry.call("list_timers", {})).result == "No timers are running."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{{"name": "open_garage_door"}}',
+        '{{"name": "lock_door", "arguments": {"which": "front"}}}}',
+        "Sure. I will call the set_timer function for that.",
+        "<tools></tools>",
+    ],
+)
+async def test_call_syntax_and_tool_names_are_never_spoken(reply):
+    backend = ScriptedBackend(reply)
+    trace = await ask(chat_assistant(backend, builtin_registry()), "Open the garage door.")
+    assert not unspeakable(trace.reply, []), trace.reply
+    assert "{" not in trace.reply and "_" not in trace.reply
+    assert trace.reply in (CANNOT, "Sure.", FALLBACK_REPLY)
+
+
+async def test_a_call_to_a_tool_nobody_has_ends_the_turn_with_cannot():
+    backend = ScriptedBackend([("lock_door", {"which": "front"})])
+    trace = await ask(chat_assistant(backend, builtin_registry()), "Lock the front door.")
+    assert trace.reply == CANNOT and trace.extra["unknown_tools"] == ["lock_door"]
+    assert len(backend.requests) == 1
+
+
+def test_unspeakable_leaves_plain_sentences_alone():
+    assert not unspeakable("It is 3:05 PM in Tokyo.", ["time/get_current_time"])
+    assert not unspeakable("Twenty-three times forty-seven is 1,081.", [])
+    assert unspeakable("I used time/get_current_time for that.", ["time/get_current_time"])
+
+
+def test_second_is_the_unit_not_the_ordinal():
+    assert said_durations("Put a 45 second timer on.") == {45.0}
+    assert 90.0 in said_durations("one minute and thirty seconds")
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        # the user names the tea timer: "last" (here the pasta one) is a guess
+        ("Get rid of the tea timer.", "cancel_timer", {"which": "last"}),
+        # "more" never takes time off
+        (
+            "Give the pasta timer two more minutes.",
+            "adjust_timer",
+            {"duration": "-2 minutes", "which": "pasta"},
+        ),
+        (
+            "Take two minutes off the pasta timer.",
+            "adjust_timer",
+            {"duration": "2 minutes", "which": "pasta"},
+        ),
+    ],
+)
+async def test_a_guess_beside_what_the_user_named_is_refused(request_, name, args):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "3 minutes", "label": "tea"})).ok
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    result = await registry.call(name, args, request=request_)
+    assert not result.ok and result.refusal, result.result
+
+
+async def test_raw_json_from_a_tool_is_not_spoken_when_the_model_says_nothing():
+    from iris_voice.tools.registry import ToolRegistry, tool_from_function
+
+    def open_nodes(names: list[str]) -> str:
+        """Open nodes of a knowledge graph."""
+        return '{"entities": [], "relations": []}'
+
+    registry = ToolRegistry([tool_from_function(open_nodes)])
+    backend = ScriptedBackend([("open_nodes", {"names": ["garage door"]})], '{"entities": []}')
+    trace = await ask(chat_assistant(backend, registry), "Open the garage door.")
+    assert trace.reply == CANNOT, trace.reply
+
+
+def test_a_copied_tool_error_is_not_spoken():
+    assert unspeakable("Error: Access denied - path outside allowed directories.", [])
