@@ -188,7 +188,9 @@ class SentenceSplitter:
                     self._cut(pos, out)
                     continue
                 if buf[i] in _CLAUSE:
-                    self._clause_at, self._phase, pos = i + 1, _CLAUSE_PHASE, i + 1
+                    if self._clause_open(i):  # the mark itself must be early enough too
+                        self._clause_at, self._phase = i + 1, _CLAUSE_PHASE
+                    pos = i + 1
                     continue
                 self._keeps = _keeps_period(_word_before(self._window(i)))
                 self._phase, pos = _RUN_PHASE, i
