@@ -40,6 +40,7 @@ from iris_voice.tools.render import manifest, render
 log = logging.getLogger(__name__)
 
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
+NO_TOOL_NOTE = "The tools could not help. Answer my question now in one short sentence. Do not call tools."
 # Call syntax that got past the speech filter — braces, "key": pairs, tags, snake_case
 # identifiers (a tool's name, real or invented: "open_garage_door") — is never spoken.
 _SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNORECASE)
@@ -179,6 +180,14 @@ class ChatLoop:
             calls = structured or [(c.name, c.arguments) for c in written]
             said_before += said
             if not calls or not allow_tools:
+                failed = trace.tool_calls and not any(c["ok"] for c in trace.tool_calls)
+                if failed and not said_before and allow_tools:
+                    # Every call failed and the model fell silent: a small model reaches
+                    # for a tool on questions it can answer ("how many legs does a spider
+                    # have" → the clock). One more round, without tools, for its own answer.
+                    calls_made = limit
+                    turn.messages.append({"role": "user", "content": NO_TOOL_NOTE})
+                    continue
                 if dropped and not said_before and not trace.tool_calls:
                     yield CANNOT  # only call syntax was written, for no tool IRIS has
                 elif not said_before and trace.tool_calls:

@@ -28,7 +28,7 @@ from iris_voice.tools.registry import ToolRegistry
         ("15 percent of 80", "15% of 80 = 12"),
         ("50%", "50% = 0.5"),
         ("1/3", "1 / 3 = 0.3333333333"),
-        ("12 =", "12 = 12"),
+        ("-12 + 0", "-12 + 0 = -12"),
     ],
 )
 def test_calculator_text(expression: str, expected: str) -> None:
@@ -143,6 +143,9 @@ def test_format_number(value: float, text: str) -> None:
         ("sqrt(1, 2)", "takes 1"),
         ("2 +", "could not read"),
         ("", "empty"),
+        ("4", "is a number, not a calculation"),  # "how many legs…": nothing to compute
+        ("12 =", "is a number, not a calculation"),
+        ("-3.5", "is a number, not a calculation"),
         ("1+" * 150 + "1", "longer than 200"),
         ("-" * 150 + "1", "nested too deeply"),
     ],
@@ -212,9 +215,10 @@ async def test_registry_turns_refusal_into_error_result() -> None:
 
 async def test_registry_coerces_a_number_argument() -> None:
     registry = ToolRegistry([make_calculator_tool()])
+    # The number arrives as the text "12" (not a type error), which is nothing to compute.
     result = await registry.call("calculator", {"expression": 12})
-    assert result.ok is True
-    assert result.result == "12 = 12"
+    assert result.ok is False
+    assert "'12' is a number, not a calculation" in result.result
 
 
 async def test_registry_runs_a_calculation_from_json_arguments() -> None:

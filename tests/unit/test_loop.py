@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.config import LlmConfig
-from iris_voice.conversation.chat import LIMIT_NOTE
+from iris_voice.conversation.chat import LIMIT_NOTE, NO_TOOL_NOTE
 from iris_voice.conversation.history import ToolMode, tool_turn_messages
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
@@ -94,6 +94,22 @@ async def test_call_limit_then_final_answer_without_tools():
     assert len(trace.tool_calls) == 2 and trace.reply == "Done."
     assert backend.requests[2]["tools"] is None
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
+
+
+async def test_silence_after_failed_calls_asks_once_more_without_tools():
+    # A knowledge question the model sent to a tool: the error went back, the model said
+    # nothing; it gets one round without tools for its own answer instead of "can't".
+    loop, backend, _ = make([("multiply", {"a": "x", "b": 1})], "", "A spider has eight legs.")
+    trace = await ask(loop, "how many legs does a spider have")
+    assert trace.reply == "A spider has eight legs." and len(backend.requests) == 3
+    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["messages"][-1]["content"] == NO_TOOL_NOTE
+
+
+async def test_silence_after_a_call_that_worked_speaks_its_result_without_another_round():
+    loop, backend, _ = make([("multiply", {"a": 2, "b": 3})], "")
+    trace = await ask(loop, "2 times 3")
+    assert trace.reply == "6" and len(backend.requests) == 2
 
 
 async def test_a_call_to_an_unknown_tool_is_no_crash_and_ends_the_turn_with_cannot():

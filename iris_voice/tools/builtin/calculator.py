@@ -257,6 +257,14 @@ def calculator(
     outside the whitelist, too large or undefined raises ``ToolError``.
     """
     tree = _parse(expression)
+    body = tree.body.operand if isinstance(tree.body, ast.UnaryOp) else tree.body
+    if isinstance(body, ast.Constant):
+        # A lone number is no arithmetic: a small model reaches for the calculator on any
+        # "how many" question and would then speak "4 = 4". The error goes back to it.
+        raise ToolError(
+            f"{expression!r} is a number, not a calculation. Write the arithmetic from the "
+            "question, or answer without the calculator if there is none."
+        )
     return f"{_display(tree)} = {format_number(_compute(tree))}"
 
 
