@@ -1,0 +1,181 @@
+"""The local sections of IRIS's configuration: the model, tools, audio, speech, fast path.
+
+Each is a frozen pydantic model; ``_Section`` forbids unknown keys and infinite numbers.
+The sections that reach other machines or programs (boost, MCP) are in ``remote``; the
+whole configuration and its loading in the package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are IRIS, a voice assistant on the user's Linux desktop. Your replies are spoken aloud: "
+    "answer in one or two short sentences of plain text, with no markdown, lists or emoji. "
+    "Use a tool when the question needs the current time, arithmetic, timers or reminders; "
+    "otherwise answer directly without tools. After a tool result, state the answer briefly."
+)
+
+
+class _Section(BaseModel):
+    # inf and nan are numbers to Python and TOML, but an infinite timeout defeats the
+    # protection it exists for: every float must be finite.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class LlmConfig(_Section):
+    """The Ollama server, the model and the tool-calling loop."""
+
+    host: str = "http://127.0.0.1:11434"
+    model: str = "qwen2.5-coder:1.5b"
+    tool_mode: Literal["auto", "native", "text"] = "auto"
+    text_format: Literal["qwen-xml", "text", "concise"] = "qwen-xml"
+    max_tool_calls: Annotated[int, Field(gt=0, le=20)] = 4
+    num_ctx: Annotated[int, Field(ge=512, le=131072)] = 4096
+    keep_alive: str = "30m"
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.2
+    think: bool = False
+    connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
+    request_timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    history_turns: Annotated[int, Field(ge=0, le=100)] = 6
+    history_tokens: Annotated[int, Field(ge=0)] = 1500
+    history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
+    warmup: bool = True
+    warm_cache: bool = True
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    direct_return: list[str] | None = None
+    """Tools whose answer is spoken as is, without a second model round (if they succeed);
+    None: the tools that declare their answer a complete sentence (all but the calculator)."""
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        return normalize_host(value)
+
+    @field_validator("keep_alive")
+    @classmethod
+    def _keep_alive(cls, value: str) -> str:
+        if not re.fullmatch(r"-1|0|\d+(\.\d+)?(ms|s|m|h)?", value.strip()):
+            raise ValueError("must be a duration such as 30m, 1h, 0 or -1 (forever)")
+        return value.strip()
+
+
+class ToolsConfig(_Section):
+    """Which native tools the model may call and where their state lives."""
+
+    enabled: list[str] | None = None
+    disabled: list[str] = []
+    timezone: str = ""
+    timers_db: str = ""
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        if value:
+            import pytz
+
+            if value not in pytz.all_timezones_set:
+                raise ValueError(f"unknown IANA time zone {value!r} (e.g. Europe/Paris); empty means local")
+        return value
+
+
+class AudioConfig(_Section):
+    """Microphone, speaker, activation and endpointing of the voice daemon."""
+
+    input_device: str = ""
+    """Capture device: a name (substring, case-insensitive) or an index; "" = the default."""
+    output_device: str = ""
+    """Playback device, as ``input_device``."""
+    activation: Literal["wake_word", "push_to_talk", "always"] = "wake_word"
+    follow_up_s: Annotated[float, Field(ge=0, le=60)] = 6.0
+    barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
+    vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 400
+    end_of_turn: Literal["smart_turn", "silence"] = "smart_turn"
+    end_of_turn_max_ms: Annotated[int, Field(ge=200, le=5000)] = 1000
+    end_of_turn_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
+    max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
+    no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0
+    chime: bool = True
+    alarm_repeat_s: Annotated[float, Field(ge=1, le=600)] = 10.0
+    alarm_timeout_s: Annotated[float, Field(ge=0, le=3600)] = 60.0
+    notifications: bool = True
+
+
+class WakeConfig(_Section):
+    """The wake word (openWakeWord)."""
+
+    model: str = "hey_jarvis"
+    """A built-in model name (hey_jarvis, alexa, hey_mycroft…) or the path of a .tflite/.onnx model."""
+    threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+
+
+class SttConfig(_Section):
+    """Speech to text (faster-whisper)."""
+
+    model: str = "tiny.en"
+    """``tiny.en`` (packaged), ``base`` (packaged) or a CTranslate2 model directory."""
+    language: str = "en"
+    compute_type: Literal["int8", "int8_float32", "float32"] = "int8"
+    threads: Annotated[int, Field(ge=1, le=64)] = 2
+    beam_size: Annotated[int, Field(ge=1, le=10)] = 1
+    incremental: bool = True
+    """Decode while the user speaks, committing at pauses; only the tail is left at the end."""
+    incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
+    """Audio needed since the last commit before a pause is a commit point."""
+    incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
+    speculative: bool = True
+    """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""
+
+
+class TtsConfig(_Section):
+    """Text to speech (Piper)."""
+
+    voice: str = ""
+    """Path of a Piper ``.onnx`` voice (its ``.onnx.json`` beside it); "" = the packaged en_US joe voice."""
+    length_scale: Annotated[float, Field(gt=0.3, le=3)] = 1.0
+    """Speaking rate: below 1 is faster."""
+    volume: Annotated[float, Field(gt=0, le=2)] = 1.0
+    first_clause_words: Annotated[int, Field(ge=0, le=20)] = 4
+    """A reply's first clause (",", ";", ":" or a dash after this many words) is spoken
+    before the sentence is complete; 0 waits for whole sentences."""
+
+
+class RetrievalConfig(_Section):
+    """Per-turn tool retrieval: the hidden (lazy MCP) tools a request needs, shown for that turn."""
+
+    enabled: bool = True
+    tools_per_turn: Annotated[int, Field(ge=1, le=10)] = 3
+    """Most tools added to one turn (after the history, so the cached prompt prefix stays)."""
+    min_score: Annotated[float, Field(ge=0, le=100)] = 3.0
+    """Least BM25 score of a tool worth showing; below it a request gets no extra tool."""
+    meta_tools: bool = False
+    """Also list get_tools_in_category and execute_tool (lured the 1.5B model into browsing
+    for questions that need no tool)."""
+
+
+class IntentsConfig(_Section):
+    """The local intent fast path: everyday commands answered without the language model."""
+
+    enabled: bool = True
+
+
+def normalize_host(value: str) -> str:
+    """Turn ``host``, ``host:port`` or a URL into ``http://host:port`` like Ollama's client."""
+    value = value.strip().rstrip("/")
+    if not value:
+        raise ValueError("must not be empty")
+    m = re.fullmatch(r"(?:(https?)://)?(\[[^\]]+\]|[^:/]+)?(?::(\d+))?(/.*)?", value)
+    if not m:
+        raise ValueError(f"is not a host or URL: {value!r}")
+    scheme, host, port, path = m.groups()
+    scheme = scheme or "http"
+    host = host or "127.0.0.1"
+    if host == "0.0.0.0":  # a listen address; connect locally, as the ollama client does
+        host = "127.0.0.1"
+    port = port or ("443" if scheme == "https" and "://" in value else "11434")
+    return f"{scheme}://{host}:{port}{path or ''}"
