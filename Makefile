@@ -86,8 +86,10 @@ bench-tools: setup
 
 # Voice latency: IRIS (file mode and the live daemon on virtual devices) vs a naive pipeline,
 # 34 spoken questions; `make bench-voice MODES=file,naive` leaves out the live daemon.
+# Then the latency levers, each on and off (bench-levers); LEVERS=0 skips them.
 bench-voice: setup audio-deps
 	$(BIN)/python -m tools.bench.voice $(if $(MODES),--modes $(MODES))
+	$(if $(filter 0,$(LEVERS)),,flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.levers $(if $(CONFIGS),--configs $(CONFIGS)))
 
 # The latency levers (prompt cache, speculation, Smart Turn, first clause) each on and off,
 # the live daemon on virtual devices; `make bench-levers CONFIGS=none,all` runs two of them.
