@@ -125,16 +125,17 @@ class OllamaBackend:
     ) -> AsyncIterator[ChatChunk]:
         """Stream a reply; raises LlmError for every server or transport failure."""
         cfg = self.cfg
+        request = {
+            "model": cfg.model,
+            "messages": list(messages),
+            "tools": list(tools) if tools else None,
+            "stream": True,
+            "think": cfg.think if cfg.think else None,
+            "options": {**self._options(), **(options or {})},
+            "keep_alive": keep_alive_value(cfg.keep_alive),
+        }
         try:
-            parts = await self._client.chat(
-                model=cfg.model,
-                messages=list(messages),
-                tools=list(tools) if tools else None,
-                stream=True,
-                think=cfg.think if cfg.think else None,
-                options={**self._options(), **(options or {})},
-                keep_alive=keep_alive_value(cfg.keep_alive),
-            )
+            parts = await self._first_part(request)
             async for part in parts:
                 msg = part.message
                 calls = tuple(
@@ -157,6 +158,30 @@ class OllamaBackend:
         except Exception as exc:
             raise translate(exc, cfg.host, cfg.model) from exc
 
+    async def _first_part(self, request: dict[str, Any]) -> AsyncIterator[Any]:
+        """The reply's parts, sending the request a second time if the connection closed
+        before any answer came.
+
+        The client reuses kept-alive connections; a server that closes an idle one (its
+        keep-alive timeout) just as a request goes out leaves that request unanswered and
+        unread (``RemoteProtocolError``). Nothing was evaluated, so one more try on a new
+        connection is safe; after the first part, a closed connection is an error.
+        """
+        for attempt in (1, 2):
+            parts = await self._client.chat(**request)  # lazy: the request goes out below
+            iterator = aiter(parts)
+            try:
+                first = await anext(iterator)
+            except StopAsyncIteration:
+                return _replay([])
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                if attempt == 2:
+                    raise
+                log.info("the model server closed the connection before answering (%s): sending again", exc)
+                continue
+            return _replay([first], iterator)
+        raise AssertionError("unreachable")
+
     async def version(self) -> str:
         """The server's version string."""
         try:
@@ -176,3 +201,12 @@ class OllamaBackend:
         model_info = dict(info.modelinfo or {})
         ctx = next((int(v) for k, v in model_info.items() if k.endswith(".context_length")), None)
         return ModelInfo(self.cfg.model, list(info.capabilities or []), ctx)
+
+
+async def _replay(head: list[Any], rest: AsyncIterator[Any] | None = None) -> AsyncIterator[Any]:
+    """``head``'s items, then the rest of the stream."""
+    for item in head:
+        yield item
+    if rest is not None:
+        async for item in rest:
+            yield item
