@@ -137,3 +137,38 @@ async def test_file_mode_keeps_every_question_of_a_long_recording(speech_manifes
         # behind an earlier turn (that was 1-3 s per turn when file mode raced ahead)
         waited = t["first_audio_ms"] - ms["vad_hangover"] - ms["stt"] - ms["tts_first_audio"]
         assert waited < 500, (t["transcript"], ms)
+
+
+@pytest.mark.speech
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("end_of_turn", ["smart_turn", "silence"])
+async def test_a_pause_inside_a_sentence_does_not_cut_it(speech_manifest, tmp_path, end_of_turn):
+    """The hesitation fixtures (one synthesized sentence, its comma stretched to 0.5 and
+    0.7 s) through the real listener, Smart Turn and Whisper: one turn each, with the words
+    after the pause. With "silence" the sound of the pause is 400 ms of silence, and the
+    words before it ("set a timer for") keep the turn open."""
+    from tools.testbed.fixtures import HESITATIONS, read_wav
+
+    gap = np.zeros(4 * 16000, dtype=np.int16)
+    names = sorted(HESITATIONS)
+    audio = np.concatenate([part for name in names for part in (read_wav(name), gap)])
+    wav = write_wav(tmp_path / "hesitations.wav", audio, 16000)
+    cfg = Config(tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db")))
+    cfg = cfg.model_copy(
+        update={
+            "llm": LlmConfig(host="http://127.0.0.1:9", warmup=False),
+            "audio": cfg.audio.model_copy(update={"end_of_turn": end_of_turn}),
+        }
+    )
+    async with FileTurns(cfg) as turns:
+        got = await turns.run(wav)
+    said = [t["transcript"].lower().replace("-", " ") for t in got]
+    assert len(got) == len(names), said
+    after_pause = {
+        "timer": ("ten", "10"),
+        "multiply": ("forty", "47"),
+        "remind": ("mother",),
+        "left": ("pasta",),
+    }
+    for name, text in zip(names, said, strict=True):
+        assert any(word in text for word in after_pause[name.split("_")[1]]), (name, text)
