@@ -59,6 +59,10 @@ WAKE_GATE_HOLD_S = 2.0
 WAKE_GATE_BUFFER_S = 2.5
 """Audio the wake-word model catches up on when it wakes: its 1.28 s window of embeddings
 reaches about 2.1 s back."""
+WAKE_WATCH_S = 2.0
+"""How long into a capture opened without the wake word (follow-up, ``always``) the wake
+model still listens: "hey Jarvis, what's the date?" said from habit must not end at the
+comma after "Jarvis" (a turn detector rightly calls "Hey Jarvis." a finished turn)."""
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 
@@ -110,6 +114,7 @@ class Listener:
         transcriber ``supports_streaming``), or None."""
         self._session: DecodeSession | None = None
         self._speculated = False  # a Speculation went out for the current pause
+        self._wake_backlog: list[np.ndarray] | None = None  # frames the wake model has yet to see
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -248,6 +253,8 @@ class Listener:
 
     async def _capturing(self, frame: np.ndarray, capture: list[np.ndarray], seg: Segmenter) -> None:
         capture.append(frame)
+        if self._wake_backlog is not None and await self._wake_in_capture(frame, capture):
+            return
         # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
         # (probability a little under the threshold) still counts as speech.
         threshold = self.cfg.vad_threshold - (SPEECH_HYSTERESIS if seg.in_utterance else 0.0)
@@ -286,6 +293,21 @@ class Listener:
             self._emit(CaptureTimedOut())
 
     # -- helpers ------------------------------------------------------------------
+    async def _wake_in_capture(self, frame: np.ndarray, capture: list[np.ndarray]) -> bool:
+        """In the first ``WAKE_WATCH_S`` of a capture opened without the wake word, run the
+        wake model too; when it fires, the question starts after it: the capture opens
+        again as a wake-word capture (True)."""
+        backlog, self._wake_backlog = self._wake_backlog or [], []
+        if len(capture) * FRAME_S > WAKE_WATCH_S:
+            self._wake_backlog = None
+            return False
+        for f in [*backlog, frame]:
+            if await self._wake(f, during_speech=False):
+                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
+                self._start(Trigger.WAKE_WORD, capture[-n:])
+                return True
+        return False
+
     def _follow_speculation(self, session: DecodeSession, speech: bool) -> None:
         """Tell the pipeline when a pause's transcript is ready, and when speech resumes
         after it (the session drops that transcript at the same frame)."""
@@ -321,6 +343,12 @@ class Listener:
                     self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         self._pre.clear()
         self._speech_run = 0
+        # Without the wake word, the wake model catches up on the pre-roll and follows the
+        # capture's start (``WAKE_WATCH_S``).
+        watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS) and self.wake is not None
+        self._wake_backlog = list(frames) if watch else None
+        if watch and self.wake is not None:
+            self.wake.reset()
         self.cancel_follow_up()
         self._emit(CaptureStarted(trigger))
         log.debug("capturing (%s) with %d pre-roll frames", trigger, len(frames))
@@ -346,6 +374,7 @@ class Listener:
         self._drop_session()
         self._capture = None
         self._seg = None
+        self._wake_backlog = None
         self.vad.reset()
         if self.wake is not None:
             self.wake.reset()  # stale audio in its buffer must not fire again

@@ -234,3 +234,27 @@ def test_wake_phrase_is_dropped_only_at_the_start(text, stripped):
 )  # fmt: skip
 def test_stop_command(text, stop):
     assert is_stop_command(text) is stop
+
+
+async def test_the_wake_word_said_in_a_follow_up_does_not_end_the_question_at_its_comma():
+    # In the follow-up window speech opens a capture without the wake word; "hey Jarvis,"
+    # said from habit, then a pause longer than the hangover, then the question: the wake
+    # model still listens at the capture's start, and the question is captured after it.
+    h = Harness(ScriptedBackend("One.", "Two."), FakeStt("first", "what's the date"), follow_up_s=5.0)
+    tail = frames(WAKE, 0.2) + frames(SILENCE, 0.4) + frames(SPEECH, 1.0)
+    await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + tail))
+    assert h.tts.spoken == ["One.", "Two."]
+    assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "wake_word"]
+    assert len(h.stt.audio[1]) / 16000 >= 1.0  # the question itself, not "hey Jarvis" alone
+
+
+async def test_a_follow_up_without_the_wake_word_runs_it_only_at_the_start():
+    calls = []
+    for seconds in (2.5, 6.0):
+        h = Harness(ScriptedBackend("One.", "Two."), FakeStt("first", "and then?"), follow_up_s=5.0)
+        await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + frames(SPEECH, seconds)))
+        assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "follow_up"]
+        calls.append(h.wake.calls)
+    # the wake model follows a follow-up's first 2 s only: 3.5 s more speech (~110 frames)
+    # adds no calls (give or take a frame of the idle gate's timing)
+    assert abs(calls[1] - calls[0]) <= 3, calls
