@@ -63,6 +63,10 @@ WAKE_WATCH_S = 2.0
 """How long into a capture opened without the wake word (follow-up, ``always``) the wake
 model still listens: "hey Jarvis, what's the date?" said from habit must not end at the
 comma after "Jarvis" (a turn detector rightly calls "Hey Jarvis." a finished turn)."""
+WAKE_HINT = 0.05
+"""A wake score this high (speech that is not the phrase stays near 0.01) holds the end of
+a watched capture's turn for ``WAKE_HINT_HOLD_S``: the phrase may be about to fire."""
+WAKE_HINT_HOLD_S = 0.3
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 
@@ -115,6 +119,8 @@ class Listener:
         self._session: DecodeSession | None = None
         self._speculated = False  # a Speculation went out for the current pause
         self._wake_backlog: list[np.ndarray] | None = None  # frames the wake model has yet to see
+        self._wake_score = 0.0  # the wake model's latest score
+        self._wake_hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -264,7 +270,8 @@ class Listener:
             self._follow_speculation(self._session, speech)
         event = seg.process(FRAME_S, speech)
         turn_end, session = self.turn_end, self._session
-        if event is None and turn_end is not None and seg.in_utterance:
+        hinted = self.position_s < self._wake_hint_until  # the wake model may fire yet
+        if event is None and turn_end is not None and seg.in_utterance and not hinted:
             words = (lambda: Words(*session.words())) if session is not None else (lambda: NO_WORDS)
             if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture), words):
                 event = seg.end_turn()
@@ -302,7 +309,12 @@ class Listener:
             self._wake_backlog = None
             return False
         for f in [*backlog, frame]:
-            if await self._wake(f, during_speech=False):
+            fired = await self._wake(f, during_speech=False)
+            if self._wake_score >= WAKE_HINT:
+                # Its score rises over the phrase and crosses the threshold a little after
+                # it ends: a turn detector asked at the comma would end the turn first.
+                self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
+            if fired:
                 n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
                 self._start(Trigger.WAKE_WORD, capture[-n:])
                 return True
@@ -386,7 +398,7 @@ class Listener:
     async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
         if self.wake is None:
             return False
-        score = await self.wake.process(frame)
+        score = self._wake_score = await self.wake.process(frame)
         if score < self.wake_threshold:
             return False
         log.info(

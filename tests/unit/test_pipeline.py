@@ -258,3 +258,52 @@ async def test_a_follow_up_without_the_wake_word_runs_it_only_at_the_start():
     # the wake model follows a follow-up's first 2 s only: 3.5 s more speech (~110 frames)
     # adds no calls (give or take a frame of the idle gate's timing)
     assert abs(calls[1] - calls[0]) <= 3, calls
+
+
+class RisingWake(FakeWake):
+    """Like the real model: the score rises over the phrase and crosses the threshold
+    ``late`` frames after it ended."""
+
+    def __init__(self, late: int = 4) -> None:
+        super().__init__()
+        self.late = late
+        self.after: int | None = None
+
+    async def process(self, frame):
+        self.calls += 1
+        if int(frame[0]) == WAKE:
+            self.run += 1
+            self.after = 0 if self.run >= self.needed else None
+            return 0.3
+        self.run = 0
+        if self.after is None:
+            return 0.01
+        self.after += 1
+        if self.after < self.late:
+            return 0.3
+        self.after = None
+        return 0.9
+
+
+class AlwaysFinished:
+    """A turn detector that calls every pause the end of a finished turn."""
+
+    name = "always-finished"
+
+    async def probability(self, audio) -> float:
+        return 1.0
+
+    async def warmup(self) -> None:
+        pass
+
+
+async def test_a_turn_detector_does_not_end_a_follow_up_while_the_wake_word_is_still_rising():
+    from iris_voice.speech.endpoint import TurnEnd
+
+    h = Harness(ScriptedBackend("One.", "Two."), FakeStt("first", "what's the date"), follow_up_s=5.0)
+    h.listener.wake = h.wake = RisingWake(late=4)
+    h.listener.turn_end = TurnEnd(AlwaysFinished(), check_s=0.064)
+    tail = frames(WAKE, 0.2) + frames(SILENCE, 0.4) + frames(SPEECH, 1.0)
+    await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + tail))
+    assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "wake_word"]
+    assert len(h.stt.audio[1]) / 16000 >= 1.0

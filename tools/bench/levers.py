@@ -196,6 +196,7 @@ def main() -> int:
         "--no-sequences", action="store_true", help="only the questions (no after-fast-path, restart…)"
     )
     p.add_argument("--json", help="also write every row to this file")
+    p.add_argument("--workdir", help="keep the daemons' configs, timers and logs here (default: temporary)")
     args = p.parse_args()
     configs = args.configs.split(",")
     if set(configs) - set(CONFIGS):
@@ -205,7 +206,8 @@ def main() -> int:
     from tools.testbed.servers import start_server
 
     results, naive = [], []
-    with start_server() as server, tempfile.TemporaryDirectory(prefix="iris-levers-") as tmp:
+    with start_server() as server, tempfile.TemporaryDirectory(prefix="iris-levers-") as scratch:
+        tmp = args.workdir or scratch  # the daemons' configs, timers and logs (iris-N.log)
         if not args.no_naive:
             print("== the naive pipeline (once)", flush=True)
             naive = asyncio.run(naive_rows(server.url, questions))
