@@ -74,8 +74,10 @@ class Soak:
         """A typed request whose scripted reply sets a 2-second timer."""
         call = {"name": "set_timer", "arguments": {"duration": "2 seconds", "label": f"soak {self.turns}"}}
         self.script({"text": f"<tool_call>\n{json.dumps(call)}\n</tool_call>", "chunk": 32})
-        answer = self.daemon.request("ask", timeout=60, text="set a short timer")
-        if answer.get("ok") and answer["trace"]["tool_calls"]:
+        # The words ask for the call's duration: IRIS runs only calls the words ground.
+        answer = self.daemon.request("ask", timeout=60, text="set a soak timer for 2 seconds")
+        calls = answer.get("trace", {}).get("tool_calls") or []
+        if answer.get("ok") and calls and all(c["ok"] for c in calls) and "refused" not in answer["trace"]:
             self.timers_set += 1
         else:
             self.problems.append(f"turn {self.turns + 1}: the timer was not set: {answer}")
