@@ -120,7 +120,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         return " ".join(said)
 
     async def cancel_timer(
-        which: Annotated[str, "the timer's name, its number, 'all' or 'last'"],
+        which: Annotated[str, "the timer's name (e.g. pasta), a number, 'all' or 'last'"],
     ) -> str:
         """Cancel timers or reminders."""
         rows = await service.cancel(which)
