@@ -191,7 +191,8 @@ def mcp_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
 
     def execute(path: str, arguments: dict[str, Any]) -> Callable[[LiveDaemon], str]:
         def run(daemon: LiveDaemon) -> str:
-            call = _call("execute_tool", {"tool_path": path, "arguments": arguments})
+            # A lazy server's tools are hidden from the prompt but callable by their path.
+            call = _call(path, arguments)
             _script(url, call, {"text": "Done.", "chunk": 8})
             answer = daemon.request("ask", timeout=120, text="use the tool")
             if not answer.get("ok"):
@@ -234,7 +235,8 @@ def timer_classes(url: str) -> dict[str, Callable[[LiveDaemon], str]]:
             insert_raw_row(db, soon, **overrides)
         call = {"name": "set_timer", "arguments": {"duration": "2 seconds", "label": "good"}}
         _script(url, {"text": f"<tool_call>\n{json.dumps(call)}\n</tool_call>", "chunk": 32})
-        set_reply = daemon.request("ask", timeout=60, text="set a timer")["trace"]["reply"]
+        # The words give the duration: IRIS runs only the calls they ground.
+        set_reply = daemon.request("ask", timeout=60, text="set a good timer for 2 seconds")["trace"]["reply"]
         time.sleep(4)
         daemon.request("stop", timeout=10)  # dismiss it
         with sqlite3.connect(db) as conn:
