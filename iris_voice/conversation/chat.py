@@ -180,7 +180,7 @@ class ChatLoop:
             calls = structured or [(c.name, c.arguments) for c in written]
             said_before += said
             if not calls or not allow_tools:
-                failed = trace.tool_calls and not any(c["ok"] for c in trace.tool_calls)
+                failed = bool(trace.tool_calls) and not any(c["ok"] for c in trace.tool_calls)
                 if failed and not said_before and allow_tools:
                     # Every call failed and the model fell silent: a small model reaches
                     # for a tool on questions it can answer ("how many legs does a spider

@@ -167,20 +167,20 @@ class OllamaBackend:
         unread (``RemoteProtocolError``). Nothing was evaluated, so one more try on a new
         connection is safe; after the first part, a closed connection is an error.
         """
-        for attempt in (1, 2):
-            parts = await self._client.chat(**request)  # lazy: the request goes out below
-            iterator = aiter(parts)
-            try:
-                first = await anext(iterator)
-            except StopAsyncIteration:
-                return _replay([])
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                if attempt == 2:
-                    raise
-                log.info("the model server closed the connection before answering (%s): sending again", exc)
-                continue
-            return _replay([first], iterator)
-        raise AssertionError("unreachable")
+        try:
+            return await self._opened(request)
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            log.info("the model server closed the connection before answering (%s): sending again", exc)
+        return await self._opened(request)
+
+    async def _opened(self, request: dict[str, Any]) -> AsyncIterator[Any]:
+        """Send ``request`` and wait for the first part (the client's stream is lazy)."""
+        iterator = aiter(await self._client.chat(**request))
+        try:
+            first = await anext(iterator)
+        except StopAsyncIteration:
+            return _replay([])
+        return _replay([first], iterator)
 
     async def version(self) -> str:
         """The server's version string."""
