@@ -37,6 +37,7 @@ import numpy as np
 
 from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
+from iris_voice.audio.echo import pipewire_target
 from iris_voice.audio.playbuffer import MAX_REPLAY_S, PlaybackBuffer
 from iris_voice.audio.resample import resample, to_int16
 from iris_voice.config import AudioConfig
@@ -81,6 +82,8 @@ class SpeakerSink:
         """The rate the stream runs at; everything played is resampled to it."""
         self.stream_latency = 0.0
         """The device buffer PortAudio reports, seconds."""
+        self.pipewire_node: str | None = None
+        """The PipeWire node to play into instead of the default (the echo canceller's)."""
         self.first_sample_at: float | None = None
         """``time.monotonic()`` when the first sample after silence went to the device."""
         self.underflows = 0
@@ -229,14 +232,15 @@ class SpeakerSink:
         with PORTAUDIO_LOCK:
             stream = None
             try:
-                stream = sd.OutputStream(
-                    device=device.index,
-                    samplerate=rate,
-                    channels=channels,
-                    dtype="int16",
-                    blocksize=blocksize,
-                    latency=self.latency,
-                )
+                with pipewire_target(self.pipewire_node):
+                    stream = sd.OutputStream(
+                        device=device.index,
+                        samplerate=rate,
+                        channels=channels,
+                        dtype="int16",
+                        blocksize=blocksize,
+                        latency=self.latency,
+                    )
                 stream.start()
             except sd.PortAudioError as exc:
                 if stream is not None:

@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--local", action="store_true", help="answer in this process even if the daemon runs")
     ask.add_argument("--speak", action="store_true", help="through the daemon: also speak the answer")
 
-    sub.add_parser("doctor", help="check the Ollama server, the model and its tool support")
+    sub.add_parser("doctor", help="check the Ollama server, the model, tools and echo cancellation")
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
@@ -221,13 +221,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check the server, model, tool support and context size; one line per check."""
-    from iris_voice.app.doctor import run_checks
+    from iris_voice.app.doctor import echo_check, run_checks
 
     cfg = _load(args)
     failed = 0
-    for ok, line in asyncio.run(run_checks(cfg)):
-        print(("ok    " if ok else "FAIL  ") + line)
-        failed += not ok
+    checks: list[tuple[bool | None, str]] = [*asyncio.run(run_checks(cfg)), echo_check(cfg)]
+    for ok, line in checks:
+        print({True: "ok    ", False: "FAIL  ", None: "note  "}[ok] + line)
+        failed += ok is False
     return EXIT_FAILED if failed else 0
 
 

@@ -32,6 +32,7 @@ from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
+from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.heard import (
     BargeIn,
     CaptureStarted,
@@ -121,6 +122,8 @@ class Listener:
         self._wake_backlog: list[np.ndarray] | None = None  # frames the wake model has yet to see
         self._wake_score = 0.0  # the wake model's latest score
         self._wake_hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
+        self.guard: EchoGuard | None = None
+        """IRIS's guard against its own voice (set by the daemon; None: no guard)."""
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -134,6 +137,8 @@ class Listener:
 
     def idle(self) -> None:
         """IRIS is done speaking: wait for the next activation."""
+        if self.guard is not None:
+            self.guard.stopped()
         self._set_mode(ListenMode.IDLE)
 
     def mute(self) -> None:
@@ -206,6 +211,13 @@ class Listener:
         out.put_nowait(item)
 
     async def _idle(self, frame: np.ndarray) -> None:
+        if self.guard is not None and self.guard.in_tail():  # IRIS's echo: no question, no wake word
+            self._pre.clear()
+            self._unfed.clear()
+            self._speech_run = 0
+            if self.wake is not None:
+                self.wake.reset()
+            return
         follow_up = self._clock() < self._follow_up_until
         if self.cfg.activation == "always" or follow_up:
             speech = await self._is_speech(frame)
@@ -242,6 +254,8 @@ class Listener:
 
     async def _barge_in_check(self, frame: np.ndarray) -> None:
         mode = self.cfg.barge_in
+        if mode == "voice" and self.guard is not None and not self.guard.voice_barge_in:
+            mode = "wake_word"  # without the canceller, IRIS's own voice would interrupt it
         if mode == "off":
             return
         if mode == "voice":
@@ -400,6 +414,10 @@ class Listener:
             return False
         score = self._wake_score = await self.wake.process(frame)
         if score < self.wake_threshold:
+            return False
+        if during_speech and self.guard is not None and not self.guard.wake_allowed():
+            log.info("wake word (score %.2f) in IRIS's own reply: not an interruption", score)
+            self.wake.reset()
             return False
         log.info(
             "wake word %s (score %.2f)%s", self.wake.name, score, " during speech" if during_speech else ""

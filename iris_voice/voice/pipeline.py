@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from iris_voice.audio import SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.conversation.responder import Responder
 from iris_voice.conversation.trace import TurnTrace
@@ -316,6 +317,10 @@ class VoicePipeline:
             if held is not None and held.text != text:
                 self._drop_held()  # the question came out different: answer the real one
                 held = None
+            guard = self.listener.guard
+            began_at = utt.decided_at - len(utt.audio) / SAMPLE_RATE  # pre-roll and hangover included
+            if utt.trigger != Trigger.WAKE_WORD and guard is not None and guard.is_echo(text, began_at):
+                text = ""  # IRIS heard itself: no turn (the guard logged it)
             if not re.search(r"\w", text) or is_stop_command(text):
                 self._drop_held()
                 if re.search(r"\w", text):

@@ -1,0 +1,129 @@
+"""IRIS's software guard against its own voice coming back through the microphone.
+
+PipeWire's echo canceller (``audio/echo.py``) removes most of IRIS's voice from the
+microphone, but not all of it, and not at all where it cannot run. The guard works on
+what IRIS knows — what it is saying and when it stops — so it needs no signal processing:
+
+- a reply that contains the wake phrase ("you can say hey Jarvis") does not interrupt
+  itself: while it plays, wake-word detections are ignored;
+- the reverberant tail of a reply is not the start of a follow-up question: for
+  ``TAIL_S`` after IRIS stops, the follow-up window hears no speech;
+- a transcript that repeats what IRIS said, captured while IRIS spoke or within
+  ``ECHO_WINDOW_S`` of it stopping, is IRIS's own voice, not a question: it is dropped
+  (never one of one or two words: "stop" is always the user's; and never a question begun
+  later, however much it quotes IRIS: "cancel the pasta timer").
+
+Without the canceller, voice barge-in would fire on IRIS's own voice; the listener then
+interrupts on the wake word only (``voice_barge_in``), and IRIS says so once at start.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+TAIL_S = 0.35
+"""After IRIS stops speaking, how long its echo (device buffer, room reverb) may still
+reach the microphone: 250 ms of reverb plus the playback path's latency."""
+RECENT_S = 30.0
+"""How far back what IRIS said counts as a possible echo."""
+ECHO_SHARE = 0.75
+"""Share of a transcript's words found, in order, in IRIS's recent speech that makes it an echo."""
+ECHO_WINDOW_S = 1.5
+"""A capture that began later than this after IRIS stopped speaking is not its echo."""
+MIN_WORDS = 3
+"""Shorter transcripts are never judged an echo ("stop", "yes please")."""
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words without punctuation ("It's 3:05." → ["it's", "3", "05"])."""
+    return re.findall(r"[\w']+", text.lower())
+
+
+class EchoGuard:
+    """What IRIS says and when it stops, for the listener and the pipeline to consult."""
+
+    def __init__(self, wake_name: str = "hey_jarvis", clock: Callable[[], float] = time.monotonic) -> None:
+        self.enabled = True
+        """False with ``audio.echo_cancel = "off"`` (headphones): every check passes."""
+        self.cancelled = False
+        """True while PipeWire's canceller runs between IRIS and the devices."""
+        self.method = "guard"
+        """What IRIS does about echo: ``pipewire-webrtc``, ``guard`` or ``off`` (``iris status``)."""
+        self.detail = ""
+        """Why, in one line (``iris status``, ``iris doctor``)."""
+        self._clock = clock
+        # "hey_jarvis" → "jarvis": the distinctive word of the phrase is what a reply would contain.
+        self._wake_word = max(wake_name.replace("-", "_").split("_"), key=len).lower()
+        self._said: deque[tuple[float, str]] = deque()
+        self._speaking = False
+        self._wake_in_reply = False
+        self._quiet_at = 0.0
+        self._stopped_at = float("-inf")
+        self.dropped = 0
+        """Transcripts dropped as IRIS's own voice (``iris status``)."""
+
+    def use(self, method: str, detail: str) -> None:
+        """Set what the daemon ended up with (``EchoState``'s method and detail)."""
+        self.method, self.detail = method, detail
+        self.enabled, self.cancelled = method != "off", method == "pipewire-webrtc"
+
+    def snapshot(self) -> dict[str, object]:
+        """For ``iris status``: the method, why, and how often IRIS ignored its own voice."""
+        return {"method": self.method, "detail": self.detail, "ignored": self.dropped}
+
+    @property
+    def voice_barge_in(self) -> bool:
+        """Can plain speech interrupt IRIS? Only with the canceller (else its own voice would)."""
+        return self.cancelled or not self.enabled
+
+    def saying(self, sentence: str) -> None:
+        """A sentence is about to be spoken."""
+        now = self._clock()
+        self._said.append((now, sentence))
+        while self._said and now - self._said[0][0] > RECENT_S:
+            self._said.popleft()
+        self._speaking = True
+        if self._wake_word in words(sentence):
+            self._wake_in_reply = True
+
+    def stopped(self) -> None:
+        """IRIS has stopped speaking (the audio has played, or it was interrupted)."""
+        if self._speaking:
+            self._stopped_at = self._clock()
+            self._quiet_at = self._stopped_at + TAIL_S
+        self._speaking = False
+        self._wake_in_reply = False
+
+    def wake_allowed(self) -> bool:
+        """May a wake-word detection now interrupt IRIS? Not while it says the phrase itself."""
+        return not (self.enabled and self._speaking and self._wake_in_reply)
+
+    def in_tail(self) -> bool:
+        """True while IRIS's echo may still be in the microphone after it stopped."""
+        return self.enabled and not self.cancelled and self._clock() < self._quiet_at
+
+    def is_echo(self, transcript: str, began_at: float) -> bool:
+        """Is ``transcript``, captured from ``began_at`` (``clock()`` time), IRIS's own words?"""
+        if not self.enabled or (not self._speaking and began_at > self._stopped_at + ECHO_WINDOW_S):
+            return False
+        heard = words(transcript)
+        if len(heard) < MIN_WORDS:
+            return False
+        now = self._clock()
+        said = [w for at, s in self._said if now - at <= RECENT_S for w in words(s)]
+        if not said:
+            return False
+        match = difflib.SequenceMatcher(None, heard, said, autojunk=False)
+        found = sum(b.size for b in match.get_matching_blocks())
+        if found / len(heard) >= ECHO_SHARE:
+            self.dropped += 1
+            log.info("ignored IRIS's own voice in the microphone: %r", transcript)
+            return True
+        return False
