@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures mcp-npm
 
@@ -150,6 +150,11 @@ soak: setup audio-deps
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.mcp
+
+# IRIS in a room (its replies leak into the microphone): self-triggered turns, talking over
+# IRIS, with echo cancellation off, the software guard only and PipeWire's canceller.
+bench-rooms: setup audio-deps
+	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

@@ -1,0 +1,130 @@
+"""IRIS's own voice in the microphone: the software guard, and when PipeWire's echo
+canceller can run (``audio/echo.py``, ``voice/echoguard.py``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from iris_voice.audio.echo import EchoCanceller, pipewire_target, unavailable
+from iris_voice.config import AudioConfig
+from iris_voice.voice.echoguard import ECHO_WINDOW_S, TAIL_S, EchoGuard
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def guard(clock: Clock) -> EchoGuard:
+    g = EchoGuard("hey_jarvis", clock=clock)
+    g.use("guard", "test")
+    return g
+
+
+def test_a_reply_with_the_wake_phrase_does_not_interrupt_itself(guard: EchoGuard) -> None:
+    guard.saying("It is five past three.")
+    assert guard.wake_allowed()  # the user may still interrupt an ordinary reply
+    guard.saying("You can wake me by saying hey Jarvis.")
+    assert not guard.wake_allowed()
+    guard.stopped()
+    assert guard.wake_allowed()
+
+
+def test_the_reply_tail_is_not_a_question(guard: EchoGuard, clock: Clock) -> None:
+    guard.saying("Twenty three times forty seven is 1081.")
+    assert not guard.in_tail()  # only after IRIS stops
+    guard.stopped()
+    assert guard.in_tail()
+    clock.now += TAIL_S + 0.01
+    assert not guard.in_tail()
+
+
+def test_the_canceller_needs_no_tail_and_allows_voice_barge_in(guard: EchoGuard) -> None:
+    assert not guard.voice_barge_in
+    guard.use("pipewire-webrtc", "test")
+    guard.saying("Hello there.")
+    guard.stopped()
+    assert not guard.in_tail() and guard.voice_barge_in
+
+
+def test_what_iris_just_said_is_an_echo(guard: EchoGuard, clock: Clock) -> None:
+    guard.saying("The largest planet in our solar system is Jupiter.")
+    guard.stopped()
+    clock.now += 0.5
+    assert guard.is_echo("solar system is Jupiter", began_at=clock.now - 1.0)
+    assert guard.dropped == 1
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        "stop",  # a word or two is always the user's
+        "thank you",
+        "what is the largest moon of Saturn",  # a new question
+    ],
+)
+def test_the_users_own_words_are_not_an_echo(guard: EchoGuard, clock: Clock, heard: str) -> None:
+    guard.saying("The largest planet in our solar system is Jupiter. Thank you. Stop.")
+    guard.stopped()
+    assert not guard.is_echo(heard, began_at=clock.now + 0.2)
+
+
+def test_a_question_begun_later_may_quote_iris(guard: EchoGuard, clock: Clock) -> None:
+    guard.saying("Your pasta timer is done.")
+    guard.stopped()
+    clock.now += ECHO_WINDOW_S + 2
+    assert not guard.is_echo("your pasta timer is done", began_at=clock.now - 1.5)
+
+
+def test_off_means_no_guard(clock: Clock) -> None:
+    g = EchoGuard(clock=clock)
+    g.use("off", "headphones")
+    g.saying("Say hey Jarvis.")
+    assert g.wake_allowed() and g.voice_barge_in
+    g.stopped()
+    assert not g.in_tail()
+    assert not g.is_echo("say hey jarvis to me", began_at=clock.now)
+
+
+def test_a_device_pipewire_does_not_route_rules_out_the_canceller() -> None:
+    why = unavailable(AudioConfig(input_device="hw:1,0"))
+    assert why is not None and "audio.input_device" in why
+
+
+def test_no_pipewire_session_rules_out_the_canceller(tmp_path) -> None:
+    why = unavailable(AudioConfig(), env={"PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": str(tmp_path)})
+    assert why is not None
+    assert "PipeWire" in why or "pipewire" in why
+
+
+def test_off_and_guard_start_no_canceller(tmp_path) -> None:
+    for setting, method in (("off", "off"), ("guard", "guard")):
+        ec = EchoCanceller(AudioConfig(echo_cancel=setting), tmp_path)
+        state = ec.start()
+        assert state.method == method and not state.cancelled
+        assert ec.node("input") is None and ec.node("output") is None
+        assert not (tmp_path / "echo-cancel.conf").exists()
+
+
+def test_pipewire_target_sets_the_node_only_while_a_stream_opens(monkeypatch) -> None:
+    monkeypatch.setenv("PIPEWIRE_NODE", "user-choice")
+    with pipewire_target("iris.echo-cancel.source"):
+        assert os.environ["PIPEWIRE_NODE"] == "iris.echo-cancel.source"
+    assert os.environ["PIPEWIRE_NODE"] == "user-choice"
+    monkeypatch.delenv("PIPEWIRE_NODE")
+    with pipewire_target(None):
+        assert "PIPEWIRE_NODE" not in os.environ
+    with pipewire_target("x"):
+        pass
+    assert "PIPEWIRE_NODE" not in os.environ
