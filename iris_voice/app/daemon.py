@@ -154,6 +154,7 @@ class Daemon:
             return
         state = await asyncio.to_thread(self.echo.start)
         self.guard.use(state.method, state.detail)
+        self.guard.reference = self.sink.reference_level  # type: ignore[attr-defined]
         self.source.pipewire_node = self.echo.node("input")  # type: ignore[attr-defined]
         self.sink.pipewire_node = self.echo.node("output")  # type: ignore[attr-defined]
         if self.cfg.audio.barge_in == "voice" and not self.guard.voice_barge_in:

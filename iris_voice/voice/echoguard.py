@@ -13,8 +13,12 @@ what IRIS knows — what it is saying and when it stops — so it needs no signa
   (never one of one or two words: "stop" is always the user's; and never a question begun
   later, however much it quotes IRIS: "cancel the pasta timer").
 
-Without the canceller, voice barge-in would fire on IRIS's own voice; the listener then
-interrupts on the wake word only (``voice_barge_in``), and IRIS says so once at start.
+- speech that is no louder than IRIS's own echo is not someone talking over IRIS
+  (``near_end``): the speaker tells the guard how loud each block it played was; the guard
+  learns how much of that comes back (the median ratio of microphone to speaker level while
+  IRIS talks) and takes only frames well above it as the user's voice. With it, voice
+  barge-in works with or without the canceller; without a reference (a custom sink) and
+  without the canceller, the wake word interrupts instead (``voice_barge_in``).
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import statistics
 import time
 from collections import deque
 from collections.abc import Callable
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,15 @@ ECHO_WINDOW_S = 1.5
 """A capture that began later than this after IRIS stopped speaking is not its echo."""
 MIN_WORDS = 3
 """Shorter transcripts are never judged an echo ("stop", "yes please")."""
+REFERENCE_S = 0.3
+"""How far back the speaker's loudest block is compared with a microphone frame: device
+buffer plus the room's delay (20–60 ms) plus its reverb."""
+NEAR_END_FACTOR = 3.0
+"""A frame this many times louder than IRIS's typical echo (≈ +10 dB) is the user's voice."""
+PRIOR_ECHO_RATIO = 0.5
+"""Echo level assumed before the guard has measured it (−6 dB: loud laptop speakers)."""
+SILENT_RMS = 50.0
+"""A speaker quieter than this (int16 RMS) makes no echo worth guarding against."""
 
 
 def words(text: str) -> list[str]:
@@ -68,6 +84,9 @@ class EchoGuard:
         self._stopped_at = float("-inf")
         self.dropped = 0
         """Transcripts dropped as IRIS's own voice (``iris status``)."""
+        self.reference: Callable[[float], float] | None = None
+        """The speaker's loudest block since a ``clock()`` time (``SpeakerSink.reference_level``)."""
+        self._ratios: deque[float] = deque(maxlen=90)  # microphone / speaker level, ~3 s of frames
 
     def use(self, method: str, detail: str) -> None:
         """Set what the daemon ended up with (``EchoState``'s method and detail)."""
@@ -80,8 +99,22 @@ class EchoGuard:
 
     @property
     def voice_barge_in(self) -> bool:
-        """Can plain speech interrupt IRIS? Only with the canceller (else its own voice would)."""
-        return self.cancelled or not self.enabled
+        """Can plain speech interrupt IRIS? With the canceller or the speaker's reference
+        (``near_end``); else its own voice would."""
+        return self.cancelled or not self.enabled or self.reference is not None
+
+    def near_end(self, frame: np.ndarray) -> bool:
+        """Is this microphone frame louder than IRIS's own echo could make it? Call it for
+        every frame while IRIS speaks: the quiet ones teach the guard the echo's level."""
+        if not self.enabled or self.reference is None:
+            return True
+        speaker = self.reference(self._clock() - REFERENCE_S)
+        if speaker < SILENT_RMS:
+            return True
+        ratio = float(np.sqrt(np.mean(np.square(frame, dtype=np.float32)))) / speaker
+        typical = statistics.median(self._ratios) if len(self._ratios) >= 10 else PRIOR_ECHO_RATIO
+        self._ratios.append(ratio)
+        return ratio > NEAR_END_FACTOR * typical
 
     def saying(self, sentence: str) -> None:
         """A sentence is about to be spoken."""
@@ -107,7 +140,8 @@ class EchoGuard:
 
     def in_tail(self) -> bool:
         """True while IRIS's echo may still be in the microphone after it stopped."""
-        return self.enabled and not self.cancelled and self._clock() < self._quiet_at
+        # Also with the canceller: it removes 10 dB or so of the echo, not all of it.
+        return self.enabled and self._clock() < self._quiet_at
 
     def is_echo(self, transcript: str, began_at: float) -> bool:
         """Is ``transcript``, captured from ``began_at`` (``clock()`` time), IRIS's own words?"""

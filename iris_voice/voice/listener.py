@@ -259,7 +259,8 @@ class Listener:
         if mode == "off":
             return
         if mode == "voice":
-            speech = await self._is_speech(frame)
+            near = self.guard is None or self.guard.near_end(frame)  # louder than IRIS's echo
+            speech = await self._is_speech(frame) and near
             self._pre.append((frame, speech))
             self._speech_run = self._speech_run + 1 if speech else 0
             if self._speech_run * FRAME_S >= VOICE_BARGE_IN_S:

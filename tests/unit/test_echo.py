@@ -50,12 +50,12 @@ def test_the_reply_tail_is_not_a_question(guard: EchoGuard, clock: Clock) -> Non
     assert not guard.in_tail()
 
 
-def test_the_canceller_needs_no_tail_and_allows_voice_barge_in(guard: EchoGuard) -> None:
+def test_the_canceller_allows_voice_barge_in_and_keeps_the_tail(guard: EchoGuard) -> None:
     assert not guard.voice_barge_in
     guard.use("pipewire-webrtc", "test")
     guard.saying("Hello there.")
     guard.stopped()
-    assert not guard.in_tail() and guard.voice_barge_in
+    assert guard.in_tail() and guard.voice_barge_in
 
 
 def test_what_iris_just_said_is_an_echo(guard: EchoGuard, clock: Clock) -> None:
@@ -128,3 +128,32 @@ def test_pipewire_target_sets_the_node_only_while_a_stream_opens(monkeypatch) ->
     with pipewire_target("x"):
         pass
     assert "PIPEWIRE_NODE" not in os.environ
+
+
+def test_only_speech_louder_than_the_echo_interrupts(guard: EchoGuard, clock: Clock) -> None:
+    import numpy as np
+
+    playing = {"level": 3000.0}
+    guard.reference = lambda since: playing["level"]
+    rng = np.random.default_rng(1)
+
+    def frame(rms: float) -> np.ndarray:
+        return (rng.standard_normal(512) * rms).astype(np.int16)
+
+    # IRIS talks; its echo comes back ~10 dB down, give or take: never the user's voice.
+    echoes = [guard.near_end(frame(950 * f)) for f in (0.6, 1.0, 1.4) * 10]
+    assert not any(echoes)
+    assert guard.voice_barge_in
+    # Someone talks over it, louder than the echo could be.
+    assert guard.near_end(frame(4000))
+    # IRIS is silent: any speech is the user's.
+    playing["level"] = 0.0
+    assert guard.near_end(frame(300))
+
+
+def test_without_a_reference_or_canceller_the_wake_word_interrupts(clock: Clock) -> None:
+    g = EchoGuard(clock=clock)
+    g.use("guard", "no PipeWire")
+    assert not g.voice_barge_in
+    g.use("pipewire-webrtc", "")
+    assert g.voice_barge_in
