@@ -119,7 +119,7 @@ class VoicePipeline:
         self.turns: deque[dict[str, Any]] = deque(maxlen=20)
         """Traces of the latest turns, newest last (``iris status``)."""
         self.turn_count = 0
-        """Turns answered since start (voice and typed)."""
+        """Turns since start (voice and typed; a spoken stop command is one too)."""
         self.speech_lock = asyncio.Lock()
         """Held while anything plays: a reply, an announcement, ``iris say``."""
         self._heard: asyncio.Queue[Heard] = asyncio.Queue(16)
