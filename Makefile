@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures mcp-npm
 
@@ -99,6 +99,11 @@ bench-levers: setup audio-deps
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures
 	$(BIN)/python -m tools.bench.endpoint
+
+# Speech on real voices: WER of file mode (IRIS's VAD + Whisper) over the human command,
+# question and other clips of ../shared/testdata/human-speech; time/date/timer answers checked.
+bench-human-speech: venv
+	$(BIN)/python -m tools.bench.rooms_speech
 
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup

@@ -77,7 +77,10 @@ class Daemon:
             wake_name=cfg.wake.model, on_stop=self._dismiss_alarm,
         )  # fmt: skip
         rate = eng.tts.sample_rate
-        self.alarms = AlarmAnnouncer(cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate))
+        self.alarms = AlarmAnnouncer(
+            cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate),
+            on_ringing=listener.alarm_ringing,
+        )  # fmt: skip
         self.bus.subscribe(self.alarms.on_event)
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()

@@ -164,7 +164,7 @@ def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None)
         print(json.dumps(turns[0] if len(turns) == 1 else {"turns": turns}, indent=2, ensure_ascii=False))
     else:
         for t in turns:
-            print(f"> {t['transcript']}\n{t['reply']}")
+            print(f"> {t['transcript']}\n{'(stop)' if t.get('command') == 'stop' else t['reply']}")
     if not turns:
         print("iris ask: no speech found in the file", file=sys.stderr)
         return EXIT_FAILED

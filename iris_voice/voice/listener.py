@@ -6,7 +6,10 @@ depends on the listener's ``mode`` and the moment, which keeps idle CPU low: in
 wake-word mode an idle IRIS runs only Silero VAD, and the wake-word model (ten times
 costlier) only while there is sound that may be speech; the VAD also endpoints
 questions. While IRIS answers, the wake word (or plain speech, with
-``barge_in = "voice"``) interrupts.
+``barge_in = "voice"``) interrupts. While an alarm rings (``alarm_ringing``), speech
+is captured without the wake word too, even over the announcement, so that "stop" alone
+silences it; such a capture (``Trigger.ALARM``) never interrupts, and the pipeline acts
+on it only if it is a stop command.
 
 Everything the pipeline needs to know arrives as one ``Heard`` message on one bounded
 queue: ``CaptureStarted``, ``UtteranceReady``, ``BargeIn``, ``CaptureTimedOut``. The
@@ -70,6 +73,9 @@ a watched capture's turn for ``WAKE_HINT_HOLD_S``: the phrase may be about to fi
 WAKE_HINT_HOLD_S = 0.3
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
+SPEECH_START_S = 0.096
+"""Speech (three frames in a row) that opens a capture without the wake word: a click does
+not. Deliberately short: a one-word command ("stop") has only a few frames of voicing."""
 
 
 class Listener:
@@ -124,6 +130,7 @@ class Listener:
         self._wake_hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
         self.guard: EchoGuard | None = None
         """IRIS's guard against its own voice (set by the daemon; None: no guard)."""
+        self._alarm = False  # an alarm rings: listen for "stop" without the wake word
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -157,6 +164,10 @@ class Listener:
         else:
             self._mode = mode
 
+    def alarm_ringing(self, ringing: bool) -> None:
+        """An alarm started (True) or stopped (False) ringing."""
+        self._alarm = ringing
+
     def arm(self, trigger: Trigger = Trigger.PUSH_TO_TALK) -> None:
         """Capture a question starting with the next frame (``iris listen``)."""
         self._armed = trigger
@@ -168,6 +179,13 @@ class Listener:
     def cancel_follow_up(self) -> None:
         """Close the follow-up window."""
         self._follow_up_until = 0.0
+
+    @property
+    def longest_pause_s(self) -> float:
+        """Silence after which a turn ends whatever was said: ``audio.end_of_turn_max_ms``
+        with a turn check at each pause, else ``audio.vad_hangover_ms``."""
+        ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
+        return ms / 1000
 
     @property
     def capturing(self) -> bool:
@@ -219,12 +237,10 @@ class Listener:
                 self.wake.reset()
             return
         follow_up = self._clock() < self._follow_up_until
-        if self.cfg.activation == "always" or follow_up:
-            speech = await self._is_speech(frame)
-            self._pre.append((frame, speech))
-            self._speech_run = self._speech_run + 1 if speech else 0
-            if self._speech_run * FRAME_S >= 0.096:  # ~3 frames: a click does not open a question
-                trigger = Trigger.FOLLOW_UP if follow_up else Trigger.ALWAYS
+        always = self.cfg.activation == "always"
+        if always or follow_up or self._alarm:
+            if await self._speech_starts(frame):
+                trigger = Trigger.FOLLOW_UP if follow_up else Trigger.ALWAYS if always else Trigger.ALARM
                 self._start(trigger, [f for f, _ in self._pre], replay=True)
             return
         self._pre.append((frame, False))
@@ -252,10 +268,23 @@ class Listener:
                 self._start(Trigger.WAKE_WORD, batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
                 return
 
+    async def _speech_starts(self, frame: np.ndarray) -> bool:
+        """Judge ``frame`` into the pre-roll; True once ``SPEECH_START_S`` of speech ran."""
+        speech = await self._is_speech(frame)
+        self._pre.append((frame, speech))
+        self._speech_run = self._speech_run + 1 if speech else 0
+        return self._speech_run * FRAME_S + 1e-9 >= SPEECH_START_S
+
     async def _barge_in_check(self, frame: np.ndarray) -> None:
         mode = self.cfg.barge_in
         if mode == "voice" and self.guard is not None and not self.guard.voice_barge_in:
             mode = "wake_word"  # without the canceller, IRIS's own voice would interrupt it
+        if self._alarm and mode != "voice":
+            # Over a ringing alarm "stop" needs no wake word; the capture does not interrupt
+            # (the pipeline stops the alarm only if the words are a stop command).
+            if await self._speech_starts(frame):
+                self._start(Trigger.ALARM, [f for f, _ in self._pre], replay=True)
+                return
         if mode == "off":
             return
         if mode == "voice":
@@ -267,7 +296,8 @@ class Listener:
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)
             return
-        self._pre.append((frame, False))
+        if not self._alarm:  # (with an alarm, _speech_starts filled the pre-roll)
+            self._pre.append((frame, False))
         if self.wake is not None and await self._wake(frame, during_speech=True):
             self._emit(BargeIn(Trigger.WAKE_WORD))
             self._start(Trigger.BARGE_IN, self._wake_pre_roll())
@@ -331,7 +361,10 @@ class Listener:
                 self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
             if fired:
                 n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                self._start(Trigger.WAKE_WORD, capture[-n:])
+                barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
+                if barge:  # said over an alarm's announcement: as a barge-in would
+                    self._emit(BargeIn(Trigger.WAKE_WORD))
+                self._start(Trigger.BARGE_IN if barge else Trigger.WAKE_WORD, capture[-n:])
                 return True
         return False
 
@@ -352,9 +385,8 @@ class Listener:
         if self.turn_end is not None:
             self.turn_end.reset()
         # With a turn detector, silence alone ends a turn only after the long wait.
-        hangover_ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
         self._seg = Segmenter(
-            hangover_seconds=hangover_ms / 1000,
+            hangover_seconds=self.longest_pause_s,
             max_seconds=self.cfg.max_utterance_s,
             timeout_seconds=self.cfg.no_speech_timeout_s,
         )
@@ -372,7 +404,7 @@ class Listener:
         self._speech_run = 0
         # Without the wake word, the wake model catches up on the pre-roll and follows the
         # capture's start (``WAKE_WATCH_S``).
-        watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS) and self.wake is not None
+        watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS, Trigger.ALARM) and self.wake is not None
         self._wake_backlog = list(frames) if watch else None
         if watch and self.wake is not None:
             self.wake.reset()
@@ -383,8 +415,8 @@ class Listener:
     def _open_session(self, frames: list[np.ndarray], flags: list[bool]) -> None:
         """Start the incremental decode of a new capture with its pre-roll."""
         self._drop_session()
-        if self.sessions is None:
-            return
+        if self.sessions is None or self._trigger is Trigger.ALARM:
+            return  # (an alarm's capture is mostly not a question: no decode ahead, no speculation)
         self._session = self.sessions()
         # the last len(frames) verdicts; unjudged pre-roll counts as silence
         flags = ([False] * len(frames) + flags)[len(flags) :]
