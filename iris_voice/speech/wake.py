@@ -9,6 +9,9 @@ only when a whole step is there: two frames in five reach a worker thread.
 The library creates its TFLite interpreters with the default thread count; IRIS
 recreates the two feature interpreters (melspectrogram, embedding) single-threaded,
 which halves the CPU an always-on detector costs (the embedding model dominates).
+
+``scan`` runs a detector over a whole recording as the listener feeds it (``iris wake
+--wav``, the wake-word benchmark); ``detections_at`` replays another threshold from a scan.
 """
 
 from __future__ import annotations
