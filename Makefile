@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures mcp-npm
 
@@ -104,6 +104,12 @@ bench-endpoint: venv fixtures
 # question and other clips of ../shared/testdata/human-speech; time/date/timer answers checked.
 bench-human-speech: venv
 	$(BIN)/python -m tools.bench.rooms_speech
+
+# Wake word on real voices: the 13 human wake-word recordings at wake.threshold, and false
+# accepts per hour over 38 min of speech, noise and music without it (made once with Piper,
+# espeak-ng and sox into $(IRIS_CACHE)/rooms-wake), swept over thresholds.
+bench-wake: venv audio-deps
+	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))
 
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup
