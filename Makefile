@@ -162,10 +162,14 @@ soak: setup audio-deps
 bench-mcp: setup
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.mcp
 
-# IRIS in a room (its replies leak into the microphone): self-triggered turns, talking over
-# IRIS, with echo cancellation off, the software guard only and PipeWire's canceller.
+# Real rooms and real voices, in one run: IRIS in a room (its replies leak into the
+# microphone: self-triggered turns, talking over IRIS, with echo cancellation off, the
+# software guard only and PipeWire's canceller), then the wake word and speech-to-text on
+# the human recordings (bench-wake, bench-human-speech).
 bench-rooms: setup audio-deps
 	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))
+	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))
+	$(BIN)/python -m tools.bench.rooms_speech $(if $(HUMAN),--human $(HUMAN))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

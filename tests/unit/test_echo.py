@@ -157,3 +157,32 @@ def test_without_a_reference_or_canceller_the_wake_word_interrupts(clock: Clock)
     assert not g.voice_barge_in
     g.use("pipewire-webrtc", "")
     assert g.voice_barge_in
+
+
+@pytest.mark.parametrize(
+    "setting, ok, words",
+    [("off", True, "off (audio.echo_cancel = off"), ("guard", None, "software guard only")],
+)
+def test_doctor_says_what_iris_does_about_echo(monkeypatch, tmp_path, setting, ok, words) -> None:
+    from iris_voice.app.doctor import echo_check
+    from iris_voice.config import parse
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # no daemon answers here
+    passed, line = echo_check(parse({"audio": {"echo_cancel": setting}}))
+    assert passed is ok and words in line
+    if ok is None:
+        assert "To enable it" in line
+
+
+def test_doctor_names_why_the_canceller_cannot_run(monkeypatch, tmp_path) -> None:
+    from iris_voice.app.doctor import echo_check
+    from iris_voice.config import parse
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # and no PipeWire session either
+    passed, line = echo_check(parse({"audio": {"input_device": "hw:2,0"}}))
+    assert passed is None
+    assert "audio.input_device = 'hw:2,0'" in line and "IRIS will guard in software" in line

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import tempfile
 import threading
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tools.bench.rooms_speech import wer as word_edits
 
 QUESTIONS = (
     "bench_time_here", "bench_date_today", "bench_day_today", "bench_multiply", "bench_percent",
@@ -74,18 +75,9 @@ BARGE_INS = ("time_tokyo", "multiply", "espeak_time_tokyo", "endpoint_multiply_3
 
 
 def wer(reference: str, hypothesis: str) -> float:
-    """Word error rate: word-level edit distance over the reference's length."""
-    ref, hyp = _norm(reference), _norm(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[len(hyp)] / max(1, len(ref))
-
-
-def _norm(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9']+", text.lower()) if w not in ("hey", "jarvis")]
+    """Word error rate, compared as ``bench-human-speech`` compares (numbers spelled out)."""
+    edits, words = word_edits(reference, hypothesis)
+    return edits / max(1, words)
 
 
 def _loud_ends(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[int]:
