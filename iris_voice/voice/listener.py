@@ -27,10 +27,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.audio import SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSource
 from iris_voice.config import AudioConfig
-from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
+from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger
 from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
@@ -47,30 +47,16 @@ from iris_voice.voice.heard import (
     Utterance,
     UtteranceReady,
 )
+from iris_voice.voice.wakewatch import (
+    FRAME_S,
+    WAKE_GATE_BUFFER_S,
+    WakeWatch,
+)
 
 log = logging.getLogger(__name__)
 
-FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
-WAKE_PRE_ROLL_S = 0.25
-"""Audio kept from before a wake-word detection: the model fires a little after the word
-ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
 SPEECH_HYSTERESIS = 0.15
 """How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
-WAKE_GATE_THRESHOLD = 0.2
-"""VAD probability that wakes the wake-word model (low: missing a wake word is worse than CPU)."""
-WAKE_GATE_HOLD_S = 2.0
-"""The wake-word model keeps running this long after the last speech-like frame."""
-WAKE_GATE_BUFFER_S = 2.5
-"""Audio the wake-word model catches up on when it wakes: its 1.28 s window of embeddings
-reaches about 2.1 s back."""
-WAKE_WATCH_S = 2.0
-"""How long into a capture opened without the wake word (follow-up, ``always``) the wake
-model still listens: "hey Jarvis, what's the date?" said from habit must not end at the
-comma after "Jarvis" (a turn detector rightly calls "Hey Jarvis." a finished turn)."""
-WAKE_HINT = 0.05
-"""A wake score this high (speech that is not the phrase stays near 0.01) holds the end of
-a watched capture's turn for ``WAKE_HINT_HOLD_S``: the phrase may be about to fire."""
-WAKE_HINT_HOLD_S = 0.3
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 SPEECH_START_S = 0.096
@@ -78,7 +64,7 @@ SPEECH_START_S = 0.096
 not. Deliberately short: a one-word command ("stop") has only a few frames of voicing."""
 
 
-class Listener:
+class Listener(WakeWatch):
     """Activation, endpointing and barge-in over a stream of frames."""
 
     def __init__(
@@ -247,27 +233,6 @@ class Listener:
         if self.cfg.activation == "wake_word":
             await self._gated_wake(frame)
 
-    async def _gated_wake(self, frame: np.ndarray) -> None:
-        """Run the wake-word model only while there is sound that may be speech.
-
-        Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
-        idles on the VAD alone. When it hears something, the wake model catches up on
-        the last ``WAKE_GATE_BUFFER_S`` of audio first, so it sees "hey Jarvis" whole.
-        """
-        self._unfed.append(frame)
-        if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
-            self._gate_until = self.position_s + WAKE_GATE_HOLD_S
-        if self.position_s > self._gate_until:
-            return
-        batch = list(self._unfed)
-        self._unfed.clear()
-        for i, f in enumerate(batch):
-            if await self._wake(f, during_speech=False):
-                # pre-roll up to the detection, and what was said after it (the question's start)
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                self._start(Trigger.WAKE_WORD, batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
-                return
-
     async def _speech_starts(self, frame: np.ndarray) -> bool:
         """Judge ``frame`` into the pre-roll; True once ``SPEECH_START_S`` of speech ran."""
         speech = await self._is_speech(frame)
@@ -345,29 +310,6 @@ class Listener:
             self._emit(CaptureTimedOut())
 
     # -- helpers ------------------------------------------------------------------
-    async def _wake_in_capture(self, frame: np.ndarray, capture: list[np.ndarray]) -> bool:
-        """In the first ``WAKE_WATCH_S`` of a capture opened without the wake word, run the
-        wake model too; when it fires, the question starts after it: the capture opens
-        again as a wake-word capture (True)."""
-        backlog, self._wake_backlog = self._wake_backlog or [], []
-        if len(capture) * FRAME_S > WAKE_WATCH_S:
-            self._wake_backlog = None
-            return False
-        for f in [*backlog, frame]:
-            fired = await self._wake(f, during_speech=False)
-            if self._wake_score >= WAKE_HINT:
-                # Its score rises over the phrase and crosses the threshold a little after
-                # it ends: a turn detector asked at the comma would end the turn first.
-                self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
-            if fired:
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
-                if barge:  # said over an alarm's announcement: as a barge-in would
-                    self._emit(BargeIn(Trigger.WAKE_WORD))
-                self._start(Trigger.BARGE_IN if barge else Trigger.WAKE_WORD, capture[-n:])
-                return True
-        return False
-
     def _follow_speculation(self, session: DecodeSession, speech: bool) -> None:
         """Tell the pipeline when a pause's transcript is ready, and when speech resumes
         after it (the session drops that transcript at the same frame)."""
@@ -437,27 +379,6 @@ class Listener:
         self.vad.reset()
         if self.wake is not None:
             self.wake.reset()  # stale audio in its buffer must not fire again
-
-    def _wake_pre_roll(self) -> list[np.ndarray]:
-        n = max(0, round(WAKE_PRE_ROLL_S / FRAME_S))
-        return [f for f, _ in list(self._pre)[-n:]] if n else []
-
-    async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
-        if self.wake is None:
-            return False
-        score = self._wake_score = await self.wake.process(frame)
-        if score < self.wake_threshold:
-            return False
-        if during_speech and self.guard is not None and not self.guard.wake_allowed():
-            log.info("wake word (score %.2f) in IRIS's own reply: not an interruption", score)
-            self.wake.reset()
-            return False
-        log.info(
-            "wake word %s (score %.2f)%s", self.wake.name, score, " during speech" if during_speech else ""
-        )
-        self._publish(WakeWordDetected(self.wake.name, float(score), during_speech))
-        self.wake.reset()
-        return True
 
     async def _is_speech(self, frame: np.ndarray) -> bool:
         return await self.vad.probability(frame) >= self.cfg.vad_threshold
