@@ -315,8 +315,9 @@ async def test_a_follow_up_without_the_wake_word_runs_it_only_at_the_start():
         assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "follow_up"]
         calls.append(h.wake.calls)
     # the wake model follows a follow-up's first 2 s only: 3.5 s more speech (~110 frames)
-    # adds no calls (give or take a frame of the idle gate's timing)
-    assert abs(calls[1] - calls[0]) <= 3, calls
+    # adds no calls (give or take the idle gate's frames around the reply: when the reply
+    # ends against the paced frames varies by a few frames on a loaded machine)
+    assert abs(calls[1] - calls[0]) <= 10, calls
 
 
 class RisingWake(FakeWake):
