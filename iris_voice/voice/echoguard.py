@@ -15,8 +15,8 @@ what IRIS knows — what it is saying and when it stops — so it needs no signa
 
 - speech that is no louder than IRIS's own echo is not someone talking over IRIS
   (``near_end``): the speaker tells the guard how loud each block it played was; the guard
-  learns how much of that comes back (the median ratio of microphone to speaker level while
-  IRIS talks) and takes only frames well above it as the user's voice. With it, voice
+  learns how much of that comes back (the loud end of the microphone/speaker level ratio
+  while IRIS talks) and takes only frames well above it as the user's voice. With it, voice
   barge-in works with or without the canceller; without a reference (a custom sink) and
   without the canceller, the wake word interrupts instead (``voice_barge_in``).
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-import statistics
 import time
 from collections import deque
 from collections.abc import Callable
@@ -49,10 +48,17 @@ MIN_WORDS = 3
 REFERENCE_S = 0.3
 """How far back the speaker's loudest block is compared with a microphone frame: device
 buffer plus the room's delay (20–60 ms) plus its reverb."""
-NEAR_END_FACTOR = 3.0
-"""A frame this many times louder than IRIS's typical echo (≈ +10 dB) is the user's voice."""
+NEAR_END_FACTOR = 2.0
+"""A frame this many times louder (+6 dB) than IRIS's loud echo frames (the 90th percentile
+of the last ~3 s: a canceller's residue comes in spikes) is the user's voice."""
 PRIOR_ECHO_RATIO = 0.5
 """Echo level assumed before the guard has measured it (−6 dB: loud laptop speakers)."""
+TALK_OVER_WINDOW = 16
+"""Frames (0.5 s) over which talking over IRIS is judged."""
+TALK_OVER_FRAMES = 6
+"""Speech frames louder than the echo, of the window's, that interrupt IRIS: the canceller
+also damps the user's voice while IRIS talks (about a third of their frames stay above the
+bar, in runs), and its residue passes the bar in ones and twos (at most 5 of 16 measured)."""
 SILENT_RMS = 50.0
 """A speaker quieter than this (int16 RMS) makes no echo worth guarding against."""
 
@@ -87,6 +93,7 @@ class EchoGuard:
         self.reference: Callable[[float], float] | None = None
         """The speaker's loudest block since a ``clock()`` time (``SpeakerSink.reference_level``)."""
         self._ratios: deque[float] = deque(maxlen=90)  # microphone / speaker level, ~3 s of frames
+        self._talk: deque[bool] = deque(maxlen=TALK_OVER_WINDOW)  # speech louder than the echo
 
     def use(self, method: str, detail: str) -> None:
         """Set what the daemon ended up with (``EchoState``'s method and detail)."""
@@ -101,7 +108,22 @@ class EchoGuard:
     def voice_barge_in(self) -> bool:
         """Can plain speech interrupt IRIS? With the canceller or the speaker's reference
         (``near_end``); else its own voice would."""
-        return self.cancelled or not self.enabled or self.reference is not None
+        return self.cancelled or not self.enabled
+
+    @property
+    def gates_barge_in(self) -> bool:
+        """Does :meth:`talking_over` decide voice barge-in (the canceller runs and the
+        speaker tells what it plays)?"""
+        return self.enabled and self.cancelled and self.reference is not None
+
+    def talking_over(self, frame: np.ndarray, speech: bool) -> bool:
+        """Feed every frame while IRIS speaks (``speech``: the VAD's verdict); True once
+        enough of the last half second was speech louder than IRIS's echo."""
+        self._talk.append(speech and self.near_end(frame))
+        if sum(self._talk) >= TALK_OVER_FRAMES:
+            self._talk.clear()
+            return True
+        return False
 
     def near_end(self, frame: np.ndarray) -> bool:
         """Is this microphone frame louder than IRIS's own echo could make it? Call it for
@@ -112,9 +134,12 @@ class EchoGuard:
         if speaker < SILENT_RMS:
             return True
         ratio = float(np.sqrt(np.mean(np.square(frame, dtype=np.float32)))) / speaker
-        typical = statistics.median(self._ratios) if len(self._ratios) >= 10 else PRIOR_ECHO_RATIO
-        self._ratios.append(ratio)
-        return ratio > NEAR_END_FACTOR * typical
+        loud = float(np.percentile(self._ratios, 90)) if len(self._ratios) >= 10 else PRIOR_ECHO_RATIO
+        near = ratio > NEAR_END_FACTOR * loud
+        # Learn the echo's spikes, but not the user's voice: a frame counts at most as loud
+        # as the line it crossed, so speech raises the bar only slowly.
+        self._ratios.append(min(ratio, NEAR_END_FACTOR * loud))
+        return near
 
     def saying(self, sentence: str) -> None:
         """A sentence is about to be spoken."""
@@ -128,6 +153,7 @@ class EchoGuard:
 
     def stopped(self) -> None:
         """IRIS has stopped speaking (the audio has played, or it was interrupted)."""
+        self._talk.clear()
         if self._speaking:
             self._stopped_at = self._clock()
             self._quiet_at = self._stopped_at + TAIL_S

@@ -253,11 +253,14 @@ class Listener(WakeWatch):
         if mode == "off":
             return
         if mode == "voice":
-            near = self.guard is None or self.guard.near_end(frame)  # louder than IRIS's echo
-            speech = await self._is_speech(frame) and near
+            speech = await self._is_speech(frame)
             self._pre.append((frame, speech))
             self._speech_run = self._speech_run + 1 if speech else 0
-            if self._speech_run * FRAME_S >= VOICE_BARGE_IN_S:
+            if self.guard is not None and self.guard.gates_barge_in:  # speech louder than IRIS's echo
+                talking_over = self.guard.talking_over(frame, speech)
+            else:
+                talking_over = self._speech_run * FRAME_S >= VOICE_BARGE_IN_S
+            if talking_over:
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)
             return
