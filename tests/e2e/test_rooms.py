@@ -94,7 +94,7 @@ def test_talking_over_iris_stops_it_and_the_question_is_answered(virtual_audio, 
         sayer.join(120)
         turn = iris.wait_turn(after=before, timeout=60)
         audio = rec.stop()
-    assert said["spoken"] == "", "the story was cut off"
+    assert said["spoken"] != story and story.startswith(said["spoken"]), "the story was cut off"
     assert turn["trigger"] == "barge_in"
     assert "tokyo" in turn["transcript"].lower(), turn
     # the story stopped soon after the person started speaking (not before: no self-interruption)

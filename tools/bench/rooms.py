@@ -127,7 +127,7 @@ def self_triggering(bed: Any, daemon: Any, follow_up_s: float) -> dict[str, Any]
             _silence(daemon)
     for text in SAYINGS:
         spoken = daemon.request("say", text=text, timeout=60).get("spoken", "")
-        interrupted += not spoken
+        interrupted += spoken != text  # a barge-in keeps only the sentences heard
         if not _wait_quiet(daemon, 1.5):
             _silence(daemon)
     st = daemon.status()
@@ -177,12 +177,13 @@ def barge_ins(bed: Any, daemon: Any, n: int) -> list[dict[str, Any]]:
         ends = [rec.wall_time(i) for i in _loud_ends(audio)]
         story = [t for t in ends if t < speech_at + 1.5]
         stop_ms = None
-        if said.get("spoken", "") == "" and story:  # the story was cut off
+        cut = said.get("spoken", "") != LONG_TEXT  # a barge-in keeps only the sentences heard
+        if cut and story:
             stop_ms = round((max(story) - speech_at) * 1000, 1)
         text = manifest[name]["text"]
         heard = (turn or {}).get("transcript", "") if turn else ""
         out.append({
-            "question": name, "interrupted": said.get("spoken", "") == "", "stop_ms": stop_ms,
+            "question": name, "interrupted": cut, "stop_ms": stop_ms,
             "heard": heard, "wer": round(wer(text, heard), 3) if turn else None, "self_loop": looped,
         })  # fmt: skip
     return out
@@ -207,37 +208,51 @@ def run_config(method: str, args: argparse.Namespace, work: Path) -> dict[str, A
             "audio": {"echo_cancel": method, "follow_up_s": args.follow_up_s, "barge_in": "wake_word"},
             "tools": {"timezone": "UTC"},
         }
-        with LiveDaemon(bed, "http://127.0.0.1:9", work / f"{method}-wake", config) as daemon:
-            _wait_quiet(daemon, 2.0)  # the one "cannot reach the model" sentence at start
-            result["self"] = self_triggering(bed, daemon, args.follow_up_s)
-        config["audio"]["barge_in"] = "voice"
-        with LiveDaemon(bed, "http://127.0.0.1:9", work / f"{method}-voice", config) as daemon:
-            _wait_quiet(daemon, 2.0)
-            result["barge_in"] = barge_ins(bed, daemon, args.barge_ins)
+        if "self" in args.phases:
+            with LiveDaemon(bed, "http://127.0.0.1:9", work / f"{method}-wake", config) as daemon:
+                _wait_quiet(daemon, 2.0)  # the one "cannot reach the model" sentence at start
+                result["self"] = self_triggering(bed, daemon, args.follow_up_s)
+        if "barge" in args.phases:
+            config["audio"]["barge_in"] = "voice"
+            with LiveDaemon(bed, "http://127.0.0.1:9", work / f"{method}-voice", config) as daemon:
+                _wait_quiet(daemon, 2.0)
+                result["barge_in"] = barge_ins(bed, daemon, args.barge_ins)
     return result
 
 
 def report(results: list[dict[str, Any]]) -> str:
-    """The table: one line per configuration."""
+    """The table: one line per configuration, then each talk-over."""
     lines = [
         "config     room (delay, gain)  replies  self-turns  self-interrupts  own voice ignored  "
-        "barge-ins stopped  stop p50 ms  barge-in WER (mean)"
+        "talked over: stopped  before the person  stop p50 ms  WER mean"
     ]
     for r in results:
-        s, b = r["self"], r["barge_in"]
-        stops = [x["stop_ms"] for x in b if x["stop_ms"] is not None]
-        wers = [x["wer"] for x in b if x["wer"] is not None]
+        s = r.get("self") or {
+            "replies": 0,
+            "self_turns": "-",
+            "self_interruptions": "-",
+            "ignored_own_voice": "-",
+        }
+        b = r.get("barge_in") or []
+        stops = [x["stop_ms"] for x in b if x["stop_ms"] is not None and x["stop_ms"] >= 0]
+        early = sum(1 for x in b if x["stop_ms"] is not None and x["stop_ms"] < 0)
+        wers = [
+            x["wer"] for x in b if x["wer"] is not None and x["stop_ms"] is not None and x["stop_ms"] >= 0
+        ]
         lines.append(
             f"{r['config']:<10} {r['room']['delay_ms']:>5.1f} ms {r['room']['gain_db']:>6.1f} dB  "
             f"{s['replies']:>7}  {s['self_turns']:>10}  {s['self_interruptions']:>15}  "
-            f"{s['ignored_own_voice']:>17}  {len(stops):>8}/{len(b):<8}  "
+            f"{s['ignored_own_voice']:>17}  {len(stops):>14}/{len(b):<5}  {early:>17}  "
             f"{statistics.median(stops) if stops else float('nan'):>11.0f}  "
             f"{(sum(wers) / len(wers)) if wers else float('nan'):>8.2f}"
         )
+    lines.append("(stop: from the start of the person's speech to IRIS's last loud 20 ms; WER over")
+    lines.append(" the questions that stopped IRIS, against the question's text)")
     for r in results:
-        for x in r["barge_in"]:
+        for x in r.get("barge_in") or []:
             lines.append(
-                f"  {r['config']:<9} {x['question']:<22} stop {x['stop_ms']} ms  heard {x['heard']!r}"
+                f"  {r['config']:<9} {x['question']:<22} stop {x['stop_ms']} ms  wer {x['wer']}  "
+                f"heard {x['heard']!r}"
             )
     return "\n".join(lines)
 
@@ -247,20 +262,25 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configs", default="pipewire,guard,off")
     p.add_argument("--barge-ins", type=int, default=5)
+    p.add_argument("--phases", default="self,barge", help="self (self-triggering), barge (talking over)")
     p.add_argument("--delay-ms", type=float, default=40.0)
     p.add_argument("--gain-db", type=float, default=-10.0)
     p.add_argument("--rt60-ms", type=float, default=250.0)
     p.add_argument("--follow-up-s", type=float, default=3.0)
     p.add_argument("--json", type=Path)
     p.add_argument("--workdir", type=Path, help="keep the daemons' logs here")
+    p.add_argument("--report", type=Path, metavar="JSON", help="print the table of an earlier run's --json")
     args = p.parse_args(argv)
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return 0
     work = args.workdir or Path(tempfile.mkdtemp(prefix="iris-rooms-"))
     results = []
     for method in args.configs.split(","):
         t0 = time.monotonic()
         results.append(run_config(method, args, work))
         print(f"{method}: {time.monotonic() - t0:.0f} s", flush=True)
-        print(json.dumps(results[-1]["self"]), flush=True)
+        print(json.dumps(results[-1].get("self")), flush=True)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
