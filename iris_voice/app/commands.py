@@ -170,12 +170,12 @@ class ControlCommands:
         return {"muted": False}
 
     async def say(self, req: dict[str, Any]) -> dict[str, Any]:
-        """``iris say TEXT``: speak the text."""
+        """``iris say TEXT``: speak the text; what was heard of it, and whether it was cut off."""
         text = str(req.get("text") or "").strip()
         if not text:
             raise IrisError(Code.BAD_REQUEST, "say needs a text")
         reply = await self.pipeline.announce(text)
-        return {"spoken": reply.spoken if reply else ""}
+        return {"spoken": reply.spoken if reply else "", "interrupted": reply is None or reply.interrupted}
 
     async def ask(self, req: dict[str, Any]) -> dict[str, Any]:
         """``iris ask TEXT``: a text turn in the daemon (its timers live here)."""

@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 _END = object()
 
 
+CUT_TOLERANCE_S = 0.05
+"""Audio a reply may lose to rounding and resampling and still count as played whole."""
+
+
 @dataclass
 class SpokenReply:
     """What happened while a reply was spoken."""
@@ -120,7 +124,10 @@ class ReplySpeaker:
                 self._update_heard(reply, ends, base)
             await self.sink.drain()
             self._update_heard(reply, ends, base)
-            reply.heard = list(reply.sentences)
+            if self.sink.played_seconds() - base + CUT_TOLERANCE_S < reply.audio_s:
+                reply.interrupted = True  # the sink was stopped under it (a barge-in over an announcement)
+            else:
+                reply.heard = list(reply.sentences)
         except asyncio.CancelledError:
             reply.interrupted = True
             self._update_heard(reply, ends, base)

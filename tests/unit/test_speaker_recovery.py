@@ -238,3 +238,19 @@ async def test_the_sink_tells_how_loud_what_it_played_was(monkeypatch) -> None:
         assert sink.reference_level(time.monotonic() - 0.02) < 1.0
     finally:
         sink.close()
+
+
+async def test_a_reply_stopped_under_the_speaker_is_not_reported_as_heard(monkeypatch) -> None:
+    """A barge-in over an announcement stops the sink, not the speaking task: the reply
+    must still say it was cut off (``iris say`` reports it)."""
+    pa = FakePortAudio(plan=[Fails(after=None)], speed=1.0)
+    sink, _ = _sink(monkeypatch, pa)
+    speaker = ReplySpeaker(FakeTts(seconds_per_sentence=1.0), sink)
+    try:
+        asyncio.get_running_loop().call_later(0.3, sink.stop)
+        reply = await speaker.speak(_sentences("One long announcement."))
+        whole = await speaker.speak(_sentences("Short."))
+    finally:
+        sink.close()
+    assert reply.interrupted and reply.heard == []
+    assert not whole.interrupted and whole.heard == ["Short."]

@@ -126,8 +126,7 @@ def self_triggering(bed: Any, daemon: Any, follow_up_s: float) -> dict[str, Any]
         if not _wait_quiet(daemon, follow_up_s + 1.0):  # the window closes; a tail would have opened it
             _silence(daemon)
     for text in SAYINGS:
-        spoken = daemon.request("say", text=text, timeout=60).get("spoken", "")
-        interrupted += spoken != text  # a barge-in keeps only the sentences heard
+        interrupted += bool(daemon.request("say", text=text, timeout=60).get("interrupted"))
         if not _wait_quiet(daemon, 1.5):
             _silence(daemon)
     st = daemon.status()
@@ -177,7 +176,7 @@ def barge_ins(bed: Any, daemon: Any, n: int) -> list[dict[str, Any]]:
         ends = [rec.wall_time(i) for i in _loud_ends(audio)]
         story = [t for t in ends if t < speech_at + 1.5]
         stop_ms = None
-        cut = said.get("spoken", "") != LONG_TEXT  # a barge-in keeps only the sentences heard
+        cut = bool(said.get("interrupted"))
         if cut and story:
             stop_ms = round((max(story) - speech_at) * 1000, 1)
         text = manifest[name]["text"]
