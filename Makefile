@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt
 
 setup: venv models fixtures mcp-npm
 
@@ -100,6 +100,17 @@ bench-levers: setup audio-deps
 bench-endpoint: venv fixtures
 	$(BIN)/python -m tools.bench.endpoint
 
+# Speech on real voices: WER of file mode (IRIS's VAD + Whisper) over the human command,
+# question and other clips of ../shared/testdata/human-speech; time/date/timer answers checked.
+bench-human-speech: venv
+	$(BIN)/python -m tools.bench.rooms_speech
+
+# Wake word on real voices: the 13 human wake-word recordings at wake.threshold, and false
+# accepts per hour over 38 min of speech, noise and music without it (made once with Piper,
+# espeak-ng and sox into $(IRIS_CACHE)/rooms-wake), swept over thresholds.
+bench-wake: venv audio-deps
+	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))
+
 # Incremental vs single-pass speech-to-text: word error rate, end of speech to transcript, CPU.
 bench-stt: setup
 	$(BIN)/python -m tools.bench.stt --reps 2
@@ -150,6 +161,15 @@ soak: setup audio-deps
 # Lazy vs eager MCP tools: definition tokens and time to first answer (real servers, real model).
 bench-mcp: setup
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.mcp
+
+# Real rooms and real voices, in one run: IRIS in a room (its replies leak into the
+# microphone: self-triggered turns, talking over IRIS, with echo cancellation off, the
+# software guard only and PipeWire's canceller), then the wake word and speech-to-text on
+# the human recordings (bench-wake, bench-human-speech).
+bench-rooms: setup audio-deps
+	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))
+	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))
+	$(BIN)/python -m tools.bench.rooms_speech $(if $(HUMAN),--human $(HUMAN))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache debian/.debhelper debian/iris \

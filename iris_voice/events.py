@@ -34,6 +34,8 @@ class Trigger(StrEnum):
     ALWAYS = "always"
     FOLLOW_UP = "follow_up"
     BARGE_IN = "barge_in"
+    ALARM = "alarm"
+    """Speech while an alarm rings, without the wake word: acted on only if it says "stop"."""
 
 
 class ExecutionPath(StrEnum):

@@ -116,6 +116,7 @@ class ControlCommands:
                 "n": len(firsts),
             },
             "turn_count": p.turn_count,
+            "echo": p.listener.guard.snapshot() if p.listener.guard else None,
             "speculation": dict(p.speculation),
             "turns": turns[-5:],
             "loop_lag_ms": self.looplag.snapshot() if self.looplag else None,

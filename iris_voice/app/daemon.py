@@ -20,13 +20,15 @@ from iris_voice.app.assembly import Engines, build_app, build_listener, warm_up
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.runtime import InstanceLock, sd_notify
+from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
 from iris_voice.audio.chime import chime
+from iris_voice.audio.echo import EchoCanceller
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.events import LlmUnavailable
 from iris_voice.voice.alarms import AlarmAnnouncer
+from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
 
@@ -64,13 +66,21 @@ class Daemon:
         self.sink: AudioSink = sink
         eng, cfg = self.engines, self.cfg
         listener = build_listener(cfg, eng, self.bus.publish)
-        self.speaker = ReplySpeaker(eng.tts, self.sink)
+        self.guard = listener.guard = EchoGuard(cfg.wake.model)
+        self.speaker = ReplySpeaker(eng.tts, self.sink, on_sentence=self.guard.saying)
+        # PipeWire's canceller sits between IRIS's own streams and the devices: only for
+        # the real microphone and speaker (a test's fake source has no echo to cancel).
+        real = all(hasattr(stage, "pipewire_node") for stage in (self.source, self.sink))
+        self.echo = EchoCanceller(cfg.audio, runtime_dir() / "echo-cancel") if real else None
         self.pipeline = VoicePipeline(
             listener, eng.stt, self.app.responder, self.speaker, self.bus,
             wake_name=cfg.wake.model, on_stop=self._dismiss_alarm,
         )  # fmt: skip
         rate = eng.tts.sample_rate
-        self.alarms = AlarmAnnouncer(cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate))
+        self.alarms = AlarmAnnouncer(
+            cfg.audio, self.pipeline.announce, chime=lambda: (chime(rate), rate),
+            on_ringing=listener.alarm_ringing,
+        )  # fmt: skip
         self.bus.subscribe(self.alarms.on_event)
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()
@@ -97,6 +107,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         try:
+            await self._start_echo_cancel()
             await self.sink.open()  # the first reply must not wait for the device to open
             took = await warm_up(self.engines)
             control = ControlServer(self.commands.handlers())
@@ -131,11 +142,27 @@ class Daemon:
         finally:
             self.source.close()
             self.sink.close()
+            if self.echo is not None:
+                self.echo.stop()
             await self.app.close(timeout=1.0)
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             lock.release()
         return 0
+
+    async def _start_echo_cancel(self) -> None:
+        """Start PipeWire's echo canceller (or settle for the guard) before the devices open."""
+        if self.echo is None:
+            self.guard.use("off", "a custom audio source and sink: no room to echo in")
+            return
+        state = await asyncio.to_thread(self.echo.start)
+        self.guard.use(state.method, state.detail)
+        self.guard.reference = self.sink.reference_level  # type: ignore[attr-defined]
+        self.source.pipewire_node = self.echo.node("input")  # type: ignore[attr-defined]
+        self.sink.pipewire_node = self.echo.node("output")  # type: ignore[attr-defined]
+        if self.cfg.audio.barge_in == "voice" and not self.guard.voice_barge_in:
+            log.warning("audio.barge_in = voice needs echo cancellation (%s): the wake word "
+                        "interrupts IRIS instead", state.detail)  # fmt: skip
 
     async def _connect_llm(self) -> None:
         """Load the model and fill the prompt cache; retry with backoff while the server is down."""

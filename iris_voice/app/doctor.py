@@ -74,3 +74,47 @@ async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
         limit = f" (model maximum {info.context_length})" if info.context_length else ""
         results.append((True, f"num_ctx: {cfg.llm.num_ctx}{limit}"))
     return results
+
+
+def echo_check(cfg: Config) -> tuple[bool | None, str]:
+    """Echo cancellation: what the running daemon uses, else whether IRIS could start it.
+    ``None`` is a note (it does not fail ``iris doctor``): headphones need no canceller."""
+    from iris_voice.app.control import request
+    from iris_voice.audio.echo import ENABLE_HINT, unavailable
+    from iris_voice.errors import IrisError
+
+    try:
+        echo = request("status", timeout=3.0).get("echo")
+    except (IrisError, OSError, ValueError):
+        echo = None  # no daemon: say what it would do
+    if isinstance(echo, dict):
+        method, detail = echo.get("method"), echo.get("detail", "")
+        ignored = f"; IRIS ignored its own voice {echo.get('ignored', 0)} time(s)"
+        if method == "pipewire-webrtc":
+            return True, f"echo cancellation: active, {detail}{ignored}"
+        if method == "off":
+            return True, "echo cancellation: off (audio.echo_cancel = off, for headphones)"
+        return None, (
+            f"echo cancellation: not active ({detail}); IRIS only guards against its own voice "
+            f"in software{ignored}. To enable it: {ENABLE_HINT}"
+        )
+    if cfg.audio.echo_cancel == "off":
+        return True, "echo cancellation: off (audio.echo_cancel = off, for headphones)"
+    if cfg.audio.echo_cancel == "guard":
+        return (
+            None,
+            f"echo cancellation: software guard only (audio.echo_cancel = guard). "
+            f"To enable it: {ENABLE_HINT}",
+        )
+    why = unavailable(cfg.audio)
+    if why is not None:
+        return (
+            None,
+            f"echo cancellation: not available ({why}); IRIS will guard in software. "
+            f"To enable it: {ENABLE_HINT}",
+        )
+    return (
+        True,
+        "echo cancellation: available (IRIS starts PipeWire's WebRTC canceller when it runs; "
+        "it is not running now)",
+    )

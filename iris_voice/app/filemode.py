@@ -120,8 +120,9 @@ class FileTurns:
             listener, eng.stt, self.responder, ReplySpeaker(eng.tts, sink), self.app.bus,
             wake_name=self.cfg.wake.model,
         )  # fmt: skip
-        # Trailing silence lets the endpointer finish a question that runs to the file's end.
-        pad = self.cfg.audio.vad_hangover_ms / 1000 + 0.5
+        # Trailing silence lets the endpointer finish a question that runs to the file's end,
+        # even one whose last words a turn check calls unfinished (it waits the longest pause).
+        pad = listener.longest_pause_s + 0.5
         # Real time also holds while the prompt cache is warmed: in the daemon that happens
         # in the silence after a reply, which the file must not skip past.
         warmer = self.responder.warmer

@@ -21,6 +21,7 @@ import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
+from iris_voice.audio.echo import pipewire_target
 from iris_voice.audio.resample import StreamResampler, to_int16
 from iris_voice.config import AudioConfig
 from iris_voice.errors import AudioError, Code
@@ -58,6 +59,8 @@ class MicCapture:
         self.device: AudioDevice | None = None
         """The device of the open stream."""
         self.stream_rate = 0
+        self.pipewire_node: str | None = None
+        """The PipeWire node to record from instead of the default (the echo canceller's)."""
         """The rate the device stream runs at (16000 unless the device refused it)."""
         self.stream_channels = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -180,16 +183,17 @@ class MicCapture:
         with PORTAUDIO_LOCK:
             stream = None
             try:
-                stream = sd.InputStream(
-                    device=device.index,
-                    samplerate=rate,
-                    channels=channels,
-                    dtype="int16",
-                    blocksize=round(FRAME_SAMPLES * rate / SAMPLE_RATE),
-                    latency="low",
-                    callback=callback,
-                    finished_callback=finished,
-                )
+                with pipewire_target(self.pipewire_node):
+                    stream = sd.InputStream(
+                        device=device.index,
+                        samplerate=rate,
+                        channels=channels,
+                        dtype="int16",
+                        blocksize=round(FRAME_SAMPLES * rate / SAMPLE_RATE),
+                        latency="low",
+                        callback=callback,
+                        finished_callback=finished,
+                    )
                 stream.start()
             except sd.PortAudioError as exc:
                 if stream is not None:

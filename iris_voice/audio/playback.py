@@ -30,6 +30,7 @@ import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 
 from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
+from iris_voice.audio.echo import pipewire_target
 from iris_voice.audio.playbuffer import MAX_REPLAY_S, PlaybackBuffer
 from iris_voice.audio.resample import resample, to_int16
 from iris_voice.config import AudioConfig
@@ -81,6 +83,9 @@ class SpeakerSink:
         """The rate the stream runs at; everything played is resampled to it."""
         self.stream_latency = 0.0
         """The device buffer PortAudio reports, seconds."""
+        self.pipewire_node: str | None = None
+        """The PipeWire node to play into instead of the default (the echo canceller's)."""
+        self._levels: deque[tuple[float, float]] = deque(maxlen=500)  # (monotonic time, RMS) per block
         self.first_sample_at: float | None = None
         """``time.monotonic()`` when the first sample after silence went to the device."""
         self.underflows = 0
@@ -114,6 +119,10 @@ class SpeakerSink:
                     self.first_sample_at = time.monotonic()
                 if stream.write(out):  # blocks until the device has room
                     self.underflows += 1
+                # What IRIS plays, loudness by time: the echo guard's reference for barge-in.
+                self._levels.append(
+                    (time.monotonic(), float(np.sqrt(np.mean(np.square(out, dtype=np.float32)))))
+                )
                 if emptied:
                     loop.call_soon_threadsafe(self._on_empty)
         except RuntimeError:  # the event loop closed under us: shutting down
@@ -129,6 +138,16 @@ class SpeakerSink:
                 loop.call_soon_threadsafe(self._on_failed, gen, error)
             except RuntimeError:
                 pass
+
+    def reference_level(self, since: float) -> float:
+        """The loudest block (RMS, int16 scale) handed to the device since ``since``
+        (``time.monotonic()``); 0.0 when nothing was played."""
+        loudest = 0.0
+        for at, level in reversed(list(self._levels)):  # list(): one atomic copy under the GIL
+            if at < since:
+                break
+            loudest = max(loudest, level)
+        return loudest
 
     # ---- event loop ---------------------------------------------------------------------
 
@@ -229,14 +248,15 @@ class SpeakerSink:
         with PORTAUDIO_LOCK:
             stream = None
             try:
-                stream = sd.OutputStream(
-                    device=device.index,
-                    samplerate=rate,
-                    channels=channels,
-                    dtype="int16",
-                    blocksize=blocksize,
-                    latency=self.latency,
-                )
+                with pipewire_target(self.pipewire_node):
+                    stream = sd.OutputStream(
+                        device=device.index,
+                        samplerate=rate,
+                        channels=channels,
+                        dtype="int16",
+                        blocksize=blocksize,
+                        latency=self.latency,
+                    )
                 stream.start()
             except sd.PortAudioError as exc:
                 if stream is not None:

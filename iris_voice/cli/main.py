@@ -1,6 +1,7 @@
 """The ``iris`` command line.
 
-Exit codes: 0 ok; 1 a tool or check failed; 2 bad usage; 3 the daemon is not running;
+Exit codes: 0 ok; 1 a tool or check failed (``iris wake``: the wake word was not heard); 2 bad
+usage (``iris wake``: also a WAV file it cannot read); 3 the daemon is not running;
 69 the LLM server is unavailable (EX_UNAVAILABLE); 75 IRIS already runs for this user
 (EX_TEMPFAIL); 76 what answers on the control socket does not speak its protocol
 (EX_PROTOCOL); 78 the configuration is invalid or the runtime directory is unsafe
@@ -66,7 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--local", action="store_true", help="answer in this process even if the daemon runs")
     ask.add_argument("--speak", action="store_true", help="through the daemon: also speak the answer")
 
-    sub.add_parser("doctor", help="check the Ollama server, the model and its tool support")
+    wk = sub.add_parser("wake", help="run the wake-word detector over a WAV file (to tune wake.threshold)")
+    wk.add_argument("--wav", metavar="FILE", required=True, help="a WAV file, any rate and channel count")
+    wk.add_argument("--threshold", type=_threshold, help="instead of wake.threshold (0 < T < 1)")
+    wk.add_argument(
+        "--model", metavar="NAME", help="instead of wake.model: a built-in name or a .tflite file"
+    )
+
+    sub.add_parser("doctor", help="check the Ollama server, the model, tools and echo cancellation")
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
@@ -87,6 +95,17 @@ def _parser() -> argparse.ArgumentParser:
     dv = sub.add_parser("devices", help="list audio input and output devices")
     dv.add_argument("--json", action="store_true")
     return p
+
+
+def _threshold(text: str) -> float:
+    """``--threshold``: a score strictly between 0 and 1, as ``wake.threshold``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (exclusive)")
+    return value
 
 
 def _load(args: argparse.Namespace) -> config_mod.Config:
@@ -221,13 +240,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check the server, model, tool support and context size; one line per check."""
-    from iris_voice.app.doctor import run_checks
+    from iris_voice.app.doctor import echo_check, run_checks
 
     cfg = _load(args)
     failed = 0
-    for ok, line in asyncio.run(run_checks(cfg)):
-        print(("ok    " if ok else "FAIL  ") + line)
-        failed += not ok
+    checks: list[tuple[bool | None, str]] = [*asyncio.run(run_checks(cfg)), echo_check(cfg)]
+    for ok, line in checks:
+        print({True: "ok    ", False: "FAIL  ", None: "note  "}[ok] + line)
+        failed += ok is False
     return EXIT_FAILED if failed else 0
 
 
@@ -245,10 +265,7 @@ COMMANDS = {
     "tools": cmd_tools,
     "ask": cmd_ask,
     "doctor": cmd_doctor,
-    **{
-        n: _voice(n)
-        for n in ("run", "status", "listen", "stop", "mute", "unmute", "forget", "say", "timers", "devices")
-    },
+    **{n: _voice(n) for n in "run status listen stop mute unmute forget say timers devices wake".split()},
 }
 
 

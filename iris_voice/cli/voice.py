@@ -164,7 +164,7 @@ def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None)
         print(json.dumps(turns[0] if len(turns) == 1 else {"turns": turns}, indent=2, ensure_ascii=False))
     else:
         for t in turns:
-            print(f"> {t['transcript']}\n{t['reply']}")
+            print(f"> {t['transcript']}\n{'(stop)' if t.get('command') == 'stop' else t['reply']}")
     if not turns:
         print("iris ask: no speech found in the file", file=sys.stderr)
         return EXIT_FAILED
@@ -174,3 +174,40 @@ def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None)
     if any(is_llm_code(e.get("code")) for e in failed):
         return EXIT_UNAVAILABLE
     return EXIT_FAILED if failed else 0
+
+
+def cmd_wake(args: argparse.Namespace, cfg: Config) -> int:
+    """``iris wake --wav FILE [--threshold T] [--model NAME]``: the wake detector over a file,
+    fed as the daemon's listener feeds it; exit 0 when it fired, 1 when not, 2 for a file
+    it cannot read (a missing or bad model raises ``ModelMissing``: exit 78)."""
+    import numpy as np
+
+    from iris_voice.audio import SAMPLE_RATE
+    from iris_voice.audio.files import read_wav
+    from iris_voice.audio.resample import resample
+    from iris_voice.errors import AudioError
+    from iris_voice.speech.wake import OpenWakeWordDetector, scan
+
+    update = {"threshold": args.threshold, "model": args.model}
+    wake_cfg = cfg.wake.model_copy(update={k: v for k, v in update.items() if v is not None})
+    try:
+        samples, rate = read_wav(args.wav)
+    except AudioError as exc:
+        print(f"iris wake: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    detector = OpenWakeWordDetector(wake_cfg)  # a bad wake.model / --model raises here
+    samples = resample(samples, rate, SAMPLE_RATE)
+    # A second of silence after the recording, as file mode adds: the daemon would go on
+    # hearing, and the model scores a phrase a little after it ends.
+    padded = np.concatenate([samples, np.zeros(SAMPLE_RATE, np.int16)])
+    result = scan(detector, padded, wake_cfg.threshold)
+    print(
+        f"{detector.name} over {args.wav} ({len(samples) / SAMPLE_RATE:.2f} s, then 1 s of silence), "
+        f"threshold {wake_cfg.threshold:.2f}"
+    )
+    for at, score in result.detections:
+        print(f"detected at {at:.2f} s (score {score:.3f})")
+    if not result.detections:
+        print("not detected")
+    print(f"highest score {result.best_score:.3f} at {result.best_time_s:.2f} s")
+    return 0 if result.detections else EXIT_FAILED

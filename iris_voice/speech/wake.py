@@ -9,6 +9,9 @@ only when a whole step is there: two frames in five reach a worker thread.
 The library creates its TFLite interpreters with the default thread count; IRIS
 recreates the two feature interpreters (melspectrogram, embedding) single-threaded,
 which halves the CPU an always-on detector costs (the embedding model dominates).
+
+``scan`` runs a detector over a whole recording as the listener feeds it (``iris wake
+--wav``, the wake-word benchmark); ``detections_at`` replays another threshold from a scan.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import ctypes
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import WakeConfig
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import ModelMissing
@@ -165,6 +170,74 @@ class OpenWakeWordDetector:
         """Load the models and run the first step, which fills the feature buffers."""
         await asyncio.to_thread(self._run, np.zeros(STEP_SAMPLES, dtype=np.int16))
         self.reset()
+
+
+@dataclass(frozen=True)
+class WakeScan:
+    """The wake detector's verdicts over one recording (``scan``)."""
+
+    detections: tuple[tuple[float, float], ...]
+    """(time in seconds of the frame that fired, its score) for each detection."""
+    best_score: float
+    """The highest score seen anywhere in the recording."""
+    best_time_s: float
+    """When the highest score was seen (seconds from the start)."""
+    scores: tuple[float, ...]
+    """The score of every frame fed, in order (0.0 for a frame that completed no model step)."""
+    duration_s: float
+    """Seconds of audio fed (whole frames)."""
+
+
+class _Scannable(Protocol):
+    def process_sync(self, frame: np.ndarray) -> float: ...
+
+    def reset(self) -> None: ...
+
+
+def scan(detector: _Scannable, samples: np.ndarray, threshold: float | None) -> WakeScan:
+    """Feed ``samples`` (16 kHz mono int16) to ``detector`` frame by frame as the daemon's
+    listener does: ``FRAME_SAMPLES`` at a time, and a ``reset`` after each score at or
+    above ``threshold``, so one phrase fires once. ``threshold=None`` never resets (every
+    score is kept: what ``detections_at`` needs to replay other thresholds).
+
+    A trailing part shorter than a frame is left out, as a capture would not deliver it yet."""
+    detections: list[tuple[float, float]] = []
+    scores: list[float] = []
+    for start in range(0, len(samples) - FRAME_SAMPLES + 1, FRAME_SAMPLES):
+        score = detector.process_sync(samples[start : start + FRAME_SAMPLES])
+        scores.append(score)
+        if threshold is not None and score >= threshold:
+            detections.append(((start + FRAME_SAMPLES) / SAMPLE_RATE, score))
+            detector.reset()
+    best = int(np.argmax(scores)) if scores else 0
+    return WakeScan(
+        detections=tuple(detections),
+        best_score=scores[best] if scores else 0.0,
+        best_time_s=(best + 1) * FRAME_SAMPLES / SAMPLE_RATE if scores else 0.0,
+        scores=tuple(scores),
+        duration_s=len(scores) * FRAME_SAMPLES / SAMPLE_RATE,
+    )
+
+
+REFRACTORY_FRAMES = 16 * STEP_SAMPLES // FRAME_SAMPLES
+"""Frames after a detection before a reset detector scores again: the model's window of 16
+embeddings (one per 80 ms step) is refilled, 1.28 s."""
+
+
+def detections_at(scores: tuple[float, ...] | list[float], threshold: float) -> list[int]:
+    """The frames at which a detector would fire at ``threshold``, from the scores of a scan
+    that never reset (``scan(…, None)``): a score at or above it fires, and the next
+    ``REFRACTORY_FRAMES - 1`` frames are skipped, as a reset silences the model that long.
+    After it the model's window holds only audio from after the detection, as with a reset
+    (the reset also drops the part-step of audio buffered then, so later steps may fall up
+    to 80 ms apart from these: a replay, not the daemon's exact run)."""
+    fired: list[int] = []
+    quiet_until = -1
+    for i, score in enumerate(scores):
+        if i >= quiet_until and score >= threshold:
+            fired.append(i)
+            quiet_until = i + REFRACTORY_FRAMES
+    return fired
 
 
 def _single_threaded(features: Any) -> None:

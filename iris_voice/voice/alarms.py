@@ -1,8 +1,9 @@
 """Finished timers and reminders, announced aloud until someone answers.
 
 A ``TimerFinished`` becomes a chime and its sentence ("Your pasta timer is done."),
-repeated every ``audio.alarm_repeat_s`` until dismissed — "stop", the wake word,
-``iris stop`` — or ``audio.alarm_timeout_s`` passes; a desktop notification goes out
+repeated every ``audio.alarm_repeat_s`` until dismissed — "stop" (no wake word needed
+while it rings: ``on_ringing`` tells the listener), the wake word, ``iris stop`` — or
+``audio.alarm_timeout_s`` passes; a desktop notification goes out
 too where a notification service runs. Timers missed while IRIS was off are said once,
 and so is ``TimerStoreRecovered`` (the timer list was damaged and replaced).
 """
@@ -58,6 +59,7 @@ class AlarmAnnouncer:
         announce: Announce,
         chime: Callable[[], tuple[np.ndarray, int]] | None = None,
         notify: Callable[[str, str], Awaitable[bool]] = notify_desktop,
+        on_ringing: Callable[[bool], None] | None = None,
     ) -> None:
         self.cfg = cfg
         self._announce = announce
@@ -65,6 +67,7 @@ class AlarmAnnouncer:
         self._notify = notify if cfg.notifications else None
         self._queue: asyncio.Queue[TimerFinished | TimerStoreRecovered] = asyncio.Queue(64)
         self._dismissed = asyncio.Event()
+        self._on_ringing = on_ringing or (lambda _ringing: None)
         self.ringing: TimerFinished | None = None
         """The alarm being repeated now, if any."""
 
@@ -97,10 +100,13 @@ class AlarmAnnouncer:
             except Exception:  # a failing speaker must not stop later alarms
                 log.exception("announcing %s failed", event)
             finally:
+                if self.ringing is not None:
+                    self._on_ringing(False)
                 self.ringing = None
 
     async def _ring(self, event: TimerFinished) -> None:
         self.ringing = event
+        self._on_ringing(True)
         deadline = asyncio.get_running_loop().time() + self.cfg.alarm_timeout_s
         while True:
             clip = self._chime() if self._chime is not None else None

@@ -6,7 +6,10 @@ depends on the listener's ``mode`` and the moment, which keeps idle CPU low: in
 wake-word mode an idle IRIS runs only Silero VAD, and the wake-word model (ten times
 costlier) only while there is sound that may be speech; the VAD also endpoints
 questions. While IRIS answers, the wake word (or plain speech, with
-``barge_in = "voice"``) interrupts.
+``barge_in = "voice"``) interrupts. While an alarm rings (``alarm_ringing``), speech
+is captured without the wake word too, even over the announcement, so that "stop" alone
+silences it; such a capture (``Trigger.ALARM``) never interrupts, and the pipeline acts
+on it only if it is a stop command.
 
 Everything the pipeline needs to know arrives as one ``Heard`` message on one bounded
 queue: ``CaptureStarted``, ``UtteranceReady``, ``BargeIn``, ``CaptureTimedOut``. The
@@ -24,14 +27,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.audio import SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSource
 from iris_voice.config import AudioConfig
-from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger, WakeWordDetected
+from iris_voice.events import Event, SpeechEnded, SpeechStarted, Trigger
 from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
+from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.heard import (
     BargeIn,
     CaptureStarted,
@@ -43,35 +47,24 @@ from iris_voice.voice.heard import (
     Utterance,
     UtteranceReady,
 )
+from iris_voice.voice.wakewatch import (
+    FRAME_S,
+    WAKE_GATE_BUFFER_S,
+    WakeWatch,
+)
 
 log = logging.getLogger(__name__)
 
-FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
-WAKE_PRE_ROLL_S = 0.25
-"""Audio kept from before a wake-word detection: the model fires a little after the word
-ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
 SPEECH_HYSTERESIS = 0.15
 """How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
-WAKE_GATE_THRESHOLD = 0.2
-"""VAD probability that wakes the wake-word model (low: missing a wake word is worse than CPU)."""
-WAKE_GATE_HOLD_S = 2.0
-"""The wake-word model keeps running this long after the last speech-like frame."""
-WAKE_GATE_BUFFER_S = 2.5
-"""Audio the wake-word model catches up on when it wakes: its 1.28 s window of embeddings
-reaches about 2.1 s back."""
-WAKE_WATCH_S = 2.0
-"""How long into a capture opened without the wake word (follow-up, ``always``) the wake
-model still listens: "hey Jarvis, what's the date?" said from habit must not end at the
-comma after "Jarvis" (a turn detector rightly calls "Hey Jarvis." a finished turn)."""
-WAKE_HINT = 0.05
-"""A wake score this high (speech that is not the phrase stays near 0.01) holds the end of
-a watched capture's turn for ``WAKE_HINT_HOLD_S``: the phrase may be about to fire."""
-WAKE_HINT_HOLD_S = 0.3
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
+SPEECH_START_S = 0.096
+"""Speech (three frames in a row) that opens a capture without the wake word: a click does
+not. Deliberately short: a one-word command ("stop") has only a few frames of voicing."""
 
 
-class Listener:
+class Listener(WakeWatch):
     """Activation, endpointing and barge-in over a stream of frames."""
 
     def __init__(
@@ -121,6 +114,9 @@ class Listener:
         self._wake_backlog: list[np.ndarray] | None = None  # frames the wake model has yet to see
         self._wake_score = 0.0  # the wake model's latest score
         self._wake_hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
+        self.guard: EchoGuard | None = None
+        """IRIS's guard against its own voice (set by the daemon; None: no guard)."""
+        self._alarm = False  # an alarm rings: listen for "stop" without the wake word
 
     # -- commands -----------------------------------------------------------------
     @property
@@ -134,6 +130,8 @@ class Listener:
 
     def idle(self) -> None:
         """IRIS is done speaking: wait for the next activation."""
+        if self.guard is not None:
+            self.guard.stopped()
         self._set_mode(ListenMode.IDLE)
 
     def mute(self) -> None:
@@ -152,6 +150,10 @@ class Listener:
         else:
             self._mode = mode
 
+    def alarm_ringing(self, ringing: bool) -> None:
+        """An alarm started (True) or stopped (False) ringing."""
+        self._alarm = ringing
+
     def arm(self, trigger: Trigger = Trigger.PUSH_TO_TALK) -> None:
         """Capture a question starting with the next frame (``iris listen``)."""
         self._armed = trigger
@@ -163,6 +165,13 @@ class Listener:
     def cancel_follow_up(self) -> None:
         """Close the follow-up window."""
         self._follow_up_until = 0.0
+
+    @property
+    def longest_pause_s(self) -> float:
+        """Silence after which a turn ends whatever was said: ``audio.end_of_turn_max_ms``
+        with a turn check at each pause, else ``audio.vad_hangover_ms``."""
+        ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
+        return ms / 1000
 
     @property
     def capturing(self) -> bool:
@@ -206,53 +215,57 @@ class Listener:
         out.put_nowait(item)
 
     async def _idle(self, frame: np.ndarray) -> None:
+        if self.guard is not None and self.guard.in_tail():  # IRIS's echo: no question, no wake word
+            self._pre.clear()
+            self._unfed.clear()
+            self._speech_run = 0
+            if self.wake is not None:
+                self.wake.reset()
+            return
         follow_up = self._clock() < self._follow_up_until
-        if self.cfg.activation == "always" or follow_up:
-            speech = await self._is_speech(frame)
-            self._pre.append((frame, speech))
-            self._speech_run = self._speech_run + 1 if speech else 0
-            if self._speech_run * FRAME_S >= 0.096:  # ~3 frames: a click does not open a question
-                trigger = Trigger.FOLLOW_UP if follow_up else Trigger.ALWAYS
+        always = self.cfg.activation == "always"
+        if always or follow_up or self._alarm:
+            if await self._speech_starts(frame):
+                trigger = Trigger.FOLLOW_UP if follow_up else Trigger.ALWAYS if always else Trigger.ALARM
                 self._start(trigger, [f for f, _ in self._pre], replay=True)
             return
         self._pre.append((frame, False))
         if self.cfg.activation == "wake_word":
             await self._gated_wake(frame)
 
-    async def _gated_wake(self, frame: np.ndarray) -> None:
-        """Run the wake-word model only while there is sound that may be speech.
-
-        Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
-        idles on the VAD alone. When it hears something, the wake model catches up on
-        the last ``WAKE_GATE_BUFFER_S`` of audio first, so it sees "hey Jarvis" whole.
-        """
-        self._unfed.append(frame)
-        if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
-            self._gate_until = self.position_s + WAKE_GATE_HOLD_S
-        if self.position_s > self._gate_until:
-            return
-        batch = list(self._unfed)
-        self._unfed.clear()
-        for i, f in enumerate(batch):
-            if await self._wake(f, during_speech=False):
-                # pre-roll up to the detection, and what was said after it (the question's start)
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                self._start(Trigger.WAKE_WORD, batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
-                return
+    async def _speech_starts(self, frame: np.ndarray) -> bool:
+        """Judge ``frame`` into the pre-roll; True once ``SPEECH_START_S`` of speech ran."""
+        speech = await self._is_speech(frame)
+        self._pre.append((frame, speech))
+        self._speech_run = self._speech_run + 1 if speech else 0
+        return self._speech_run * FRAME_S + 1e-9 >= SPEECH_START_S
 
     async def _barge_in_check(self, frame: np.ndarray) -> None:
         mode = self.cfg.barge_in
+        if mode == "voice" and self.guard is not None and not self.guard.voice_barge_in:
+            mode = "wake_word"  # without the canceller, IRIS's own voice would interrupt it
+        if self._alarm and mode != "voice":
+            # Over a ringing alarm "stop" needs no wake word; the capture does not interrupt
+            # (the pipeline stops the alarm only if the words are a stop command).
+            if await self._speech_starts(frame):
+                self._start(Trigger.ALARM, [f for f, _ in self._pre], replay=True)
+                return
         if mode == "off":
             return
         if mode == "voice":
             speech = await self._is_speech(frame)
             self._pre.append((frame, speech))
             self._speech_run = self._speech_run + 1 if speech else 0
-            if self._speech_run * FRAME_S >= VOICE_BARGE_IN_S:
+            if self.guard is not None and self.guard.gates_barge_in:  # speech louder than IRIS's echo
+                talking_over = self.guard.talking_over(frame, speech)
+            else:
+                talking_over = self._speech_run * FRAME_S >= VOICE_BARGE_IN_S
+            if talking_over:
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)
             return
-        self._pre.append((frame, False))
+        if not self._alarm:  # (with an alarm, _speech_starts filled the pre-roll)
+            self._pre.append((frame, False))
         if self.wake is not None and await self._wake(frame, during_speech=True):
             self._emit(BargeIn(Trigger.WAKE_WORD))
             self._start(Trigger.BARGE_IN, self._wake_pre_roll())
@@ -300,26 +313,6 @@ class Listener:
             self._emit(CaptureTimedOut())
 
     # -- helpers ------------------------------------------------------------------
-    async def _wake_in_capture(self, frame: np.ndarray, capture: list[np.ndarray]) -> bool:
-        """In the first ``WAKE_WATCH_S`` of a capture opened without the wake word, run the
-        wake model too; when it fires, the question starts after it: the capture opens
-        again as a wake-word capture (True)."""
-        backlog, self._wake_backlog = self._wake_backlog or [], []
-        if len(capture) * FRAME_S > WAKE_WATCH_S:
-            self._wake_backlog = None
-            return False
-        for f in [*backlog, frame]:
-            fired = await self._wake(f, during_speech=False)
-            if self._wake_score >= WAKE_HINT:
-                # Its score rises over the phrase and crosses the threshold a little after
-                # it ends: a turn detector asked at the comma would end the turn first.
-                self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
-            if fired:
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                self._start(Trigger.WAKE_WORD, capture[-n:])
-                return True
-        return False
-
     def _follow_speculation(self, session: DecodeSession, speech: bool) -> None:
         """Tell the pipeline when a pause's transcript is ready, and when speech resumes
         after it (the session drops that transcript at the same frame)."""
@@ -337,9 +330,8 @@ class Listener:
         if self.turn_end is not None:
             self.turn_end.reset()
         # With a turn detector, silence alone ends a turn only after the long wait.
-        hangover_ms = self.cfg.end_of_turn_max_ms if self.turn_end is not None else self.cfg.vad_hangover_ms
         self._seg = Segmenter(
-            hangover_seconds=hangover_ms / 1000,
+            hangover_seconds=self.longest_pause_s,
             max_seconds=self.cfg.max_utterance_s,
             timeout_seconds=self.cfg.no_speech_timeout_s,
         )
@@ -357,7 +349,7 @@ class Listener:
         self._speech_run = 0
         # Without the wake word, the wake model catches up on the pre-roll and follows the
         # capture's start (``WAKE_WATCH_S``).
-        watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS) and self.wake is not None
+        watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS, Trigger.ALARM) and self.wake is not None
         self._wake_backlog = list(frames) if watch else None
         if watch and self.wake is not None:
             self.wake.reset()
@@ -368,8 +360,8 @@ class Listener:
     def _open_session(self, frames: list[np.ndarray], flags: list[bool]) -> None:
         """Start the incremental decode of a new capture with its pre-roll."""
         self._drop_session()
-        if self.sessions is None:
-            return
+        if self.sessions is None or self._trigger is Trigger.ALARM:
+            return  # (an alarm's capture is mostly not a question: no decode ahead, no speculation)
         self._session = self.sessions()
         # the last len(frames) verdicts; unjudged pre-roll counts as silence
         flags = ([False] * len(frames) + flags)[len(flags) :]
@@ -390,23 +382,6 @@ class Listener:
         self.vad.reset()
         if self.wake is not None:
             self.wake.reset()  # stale audio in its buffer must not fire again
-
-    def _wake_pre_roll(self) -> list[np.ndarray]:
-        n = max(0, round(WAKE_PRE_ROLL_S / FRAME_S))
-        return [f for f, _ in list(self._pre)[-n:]] if n else []
-
-    async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
-        if self.wake is None:
-            return False
-        score = self._wake_score = await self.wake.process(frame)
-        if score < self.wake_threshold:
-            return False
-        log.info(
-            "wake word %s (score %.2f)%s", self.wake.name, score, " during speech" if during_speech else ""
-        )
-        self._publish(WakeWordDetected(self.wake.name, float(score), during_speech))
-        self.wake.reset()
-        return True
 
     async def _is_speech(self, frame: np.ndarray) -> bool:
         return await self.vad.probability(frame) >= self.cfg.vad_threshold

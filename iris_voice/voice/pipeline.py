@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from iris_voice.audio import SAMPLE_RATE
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.conversation.responder import Responder
 from iris_voice.conversation.trace import TurnTrace
@@ -119,7 +120,7 @@ class VoicePipeline:
         self.turns: deque[dict[str, Any]] = deque(maxlen=20)
         """Traces of the latest turns, newest last (``iris status``)."""
         self.turn_count = 0
-        """Turns answered since start (voice and typed)."""
+        """Turns since start (voice and typed; a spoken stop command is one too)."""
         self.speech_lock = asyncio.Lock()
         """Held while anything plays: a reply, an announcement, ``iris say``."""
         self._heard: asyncio.Queue[Heard] = asyncio.Queue(16)
@@ -316,9 +317,17 @@ class VoicePipeline:
             if held is not None and held.text != text:
                 self._drop_held()  # the question came out different: answer the real one
                 held = None
+            guard = self.listener.guard
+            began_at = utt.decided_at - len(utt.audio) / SAMPLE_RATE  # pre-roll and hangover included
+            if utt.trigger != Trigger.WAKE_WORD and guard is not None and guard.is_echo(text, began_at):
+                text = ""  # IRIS heard itself: no turn (the guard logged it)
+            if utt.trigger is Trigger.ALARM and not is_stop_command(text):
+                log.info("heard %r over a ringing alarm without the wake word: not a stop, ignored", text)
+                return
             if not re.search(r"\w", text) or is_stop_command(text):
                 self._drop_held()
                 if re.search(r"\w", text):
+                    self._record_stop(utt, text, timings)
                     self.stop()
                 return
             self._held = None
@@ -333,7 +342,9 @@ class VoicePipeline:
         finally:
             if session is not None:
                 session.cancel()  # a barge-in or stop mid-decode: drop what is still running
-            self._after_speaking()
+            # Words heard over an alarm's announcement leave the announcement in charge.
+            if utt.trigger is not Trigger.ALARM or not self.speech_lock.locked():
+                self._after_speaking()
 
     async def _answer(
         self, utt: Utterance, text: str, timings: dict[str, Any], held: HeldTurn | None = None
@@ -370,6 +381,14 @@ class VoicePipeline:
             self._record(utt, text, trace, reply, timings)
         self.bus.publish(PlaybackStopped(False, reply.spoken))
         self.listener.follow_up()
+
+    def _record_stop(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
+        """A stop command is a turn too (``iris ask --wav``, ``iris status`` show what was
+        heard), one with no reply and ``command: "stop"``."""
+        trace = TurnTrace(text=text)
+        trace.extra["command"] = "stop"
+        trace.finish()
+        self._record(utt, text, trace, SpokenReply(), timings)
 
     def _record(
         self, utt: Utterance, text: str, trace: TurnTrace, reply: SpokenReply, timings: dict[str, Any]

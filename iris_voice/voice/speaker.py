@@ -58,8 +58,11 @@ class ReplySpeaker:
         sink: AudioSink,
         clock: Callable[[], float] = time.monotonic,
         max_pending: int = 8,
+        on_sentence: Callable[[str], None] | None = None,
     ) -> None:
         self.tts = tts
+        self.on_sentence = on_sentence
+        """Told each sentence as it goes to the synthesizer (the echo guard listens)."""
         self.sink = sink
         self._clock = clock
         self._max_pending = max_pending
@@ -101,6 +104,8 @@ class ReplySpeaker:
             while (item := await queue.get()) is not _END:
                 sentence = str(item)
                 reply.sentences.append(sentence)
+                if self.on_sentence is not None:
+                    self.on_sentence(sentence)
                 started = self._clock()
                 async for chunk in self.tts.stream(sentence):
                     if reply.first_audio_at is None:

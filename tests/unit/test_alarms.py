@@ -92,3 +92,20 @@ async def test_a_replaced_timer_list_is_said_once_and_the_notification_names_the
     assert rec.said == [(said, False)]  # once, without the alarm chime
     assert rec.notes == [("IRIS timers", f"{said} Old list: /s/timers.db.corrupt-1")]
     task.cancel()
+
+
+async def test_the_listener_is_told_while_an_alarm_rings():
+    """``on_ringing`` (the listener's ``alarm_ringing``) is True from the first ring until
+    the alarm is dismissed: "stop" needs no wake word meanwhile."""
+    rec, told = Recorder(), []
+    audio = AudioConfig.model_construct(**{**AudioConfig().model_dump(), "alarm_repeat_s": 0.05})
+    alarms = AlarmAnnouncer(audio, rec.announce, notify=rec.notify, on_ringing=told.append)
+    task = asyncio.create_task(alarms.run())
+    alarms.on_event(_event())
+    while len(rec.said) < 2:
+        await asyncio.sleep(0.01)
+    assert told == [True]
+    alarms.dismiss()
+    await asyncio.sleep(0.1)
+    assert told == [True, False] and alarms.ringing is None
+    task.cancel()

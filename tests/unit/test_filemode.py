@@ -10,7 +10,7 @@ import numpy as np
 
 from iris_voice.app.assembly import Engines
 from iris_voice.app.filemode import FileTurns
-from iris_voice.config import Config, LlmConfig, McpConfig, ToolsConfig
+from iris_voice.config import AudioConfig, Config, LlmConfig, McpConfig, ToolsConfig
 from tests.support.audiosignals import write_wav
 from tests.support.fakes import ScriptedBackend
 from tests.support.fakes_audio import SILENCE, SPEECH, FakeStt, FakeTts, FakeVad, frames
@@ -60,3 +60,42 @@ async def test_a_file_without_speech_has_no_turns(tmp_path):
     engines = Engines(FakeStt(), FakeTts(), FakeVad(), None)
     cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
     assert await FileTurns(cfg, engines, ScriptedBackend()).run(wav) == []
+
+
+async def test_a_stop_command_in_a_file_is_a_turn(tmp_path):
+    """ "stop" alone is heard: a turn with no reply, not "no speech found"."""
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 0.4)), 16000)
+    engines = Engines(FakeStt("Stop."), FakeTts(), FakeVad(), None)
+    backend = ScriptedBackend()
+    cfg = Config(llm=LlmConfig(warmup=False), tools=ToolsConfig(timers_db=str(tmp_path / "t.db")))
+    (turn,) = await FileTurns(cfg, engines, backend).run(wav)
+    assert turn["transcript"] == "Stop." and turn["command"] == "stop" and turn["reply"] == ""
+    assert backend.requests == []
+
+
+class NeverFinished:
+    """A turn detector that calls every pause unfinished (as Smart Turn may a command's end)."""
+
+    name = "never-finished"
+
+    async def probability(self, audio: np.ndarray) -> float:
+        """Always unfinished."""
+        return 0.0
+
+    async def warmup(self) -> None:
+        """Nothing to load."""
+
+
+async def test_speech_to_the_end_of_the_file_is_heard_when_the_turn_check_waits(tmp_path):
+    """The file's trailing silence covers ``audio.end_of_turn_max_ms``, the longest a turn
+    check may hold a pause open, not just the VAD hangover."""
+    wav = write_wav(tmp_path / "q.wav", np.concatenate(frames(SILENCE, 0.5) + frames(SPEECH, 1.0)), 16000)
+    engines = Engines(FakeStt("turn off the lamp"), FakeTts(), FakeVad(), None, turn=NeverFinished())
+    cfg = Config(
+        llm=LlmConfig(warmup=False),
+        tools=ToolsConfig(timers_db=str(tmp_path / "t.db")),
+        audio=AudioConfig(end_of_turn="smart_turn", end_of_turn_max_ms=1500, vad_hangover_ms=400),
+    )
+    (turn,) = await FileTurns(cfg, engines, ScriptedBackend("Done.")).run(wav)
+    assert turn["transcript"] == "turn off the lamp" and turn["reply"] == "Done."
+    assert turn["timings_ms"]["vad_hangover"] >= 1500

@@ -49,7 +49,7 @@ from tests.support.fakes_audio import (
 class Harness:
     """A pipeline over fakes, recording every event."""
 
-    def __init__(self, backend: ScriptedBackend, stt: FakeStt, **audio) -> None:
+    def __init__(self, backend: ScriptedBackend, stt: FakeStt, on_stop=None, **audio) -> None:
         self.cfg = AudioConfig(**{"vad_hangover_ms": 300, "no_speech_timeout_s": 2.0, **audio})
         self.bus = EventBus()
         self.events: list = []
@@ -58,7 +58,7 @@ class Harness:
         self.chat = chat_assistant(backend, ToolRegistry(), LlmConfig(), publish=self.bus.publish)
         self.listener = Listener(self.cfg, self.vad, self.wake, self.bus.publish)
         self.pipeline = VoicePipeline(
-            self.listener, stt, self.chat, ReplySpeaker(self.tts, self.sink), self.bus
+            self.listener, stt, self.chat, ReplySpeaker(self.tts, self.sink), self.bus, on_stop=on_stop
         )
 
     async def run(self, source: ScriptSource, timeout: float = 20) -> None:
@@ -144,6 +144,65 @@ async def test_stop_is_not_sent_to_the_model():
     h = Harness(backend, FakeStt("Stop."))
     await h.run(ScriptSource(QUESTION))
     assert backend.requests == [] and h.tts.spoken == []
+    # but it was heard: a turn with no reply (``iris ask --wav``, ``iris status`` show it)
+    (turn,) = h.pipeline.turns
+    assert turn["transcript"] == "Stop." and turn["command"] == "stop" and turn["reply"] == ""
+    assert h.pipeline.turn_count == 1
+
+
+async def test_a_one_word_command_is_a_turn_and_a_click_is_not():
+    """In ``always`` mode three frames of speech open a question: a 0.3 s word does, a
+    two-frame click before it does not (the word is the only thing transcribed)."""
+    h = Harness(ScriptedBackend("Okay."), FakeStt("yes", "click?"), activation="always")
+    await h.run(ScriptSource(frames(SILENCE, 0.3) + frames(SPEECH, 0.064) + frames(SILENCE, 1.0)
+                             + frames(SPEECH, 0.3)))  # fmt: skip
+    assert [t["transcript"] for t in h.pipeline.turns] == ["yes"]
+    assert len(h.stt.audio) == 1 and h.tts.spoken == ["Okay."]
+
+
+async def test_stop_alone_dismisses_a_ringing_alarm():
+    """While an alarm rings "stop" needs no wake word; other words without it are ignored,
+    and once the alarm is over speech without the wake word is ignored again."""
+    stops = []
+    backend = ScriptedBackend()
+    h = Harness(backend, FakeStt("what a noise", "Stop."), on_stop=lambda: stops.append(1))
+    h.listener.alarm_ringing(True)
+    await h.run(ScriptSource(frames(SPEECH, 0.6) + frames(SILENCE, 1.0) + frames(SPEECH, 0.4)))
+    assert stops == [1] and backend.requests == [] and h.tts.spoken == []
+    (turn,) = h.pipeline.turns  # "what a noise" was no turn
+    assert turn["trigger"] == "alarm" and turn["command"] == "stop"
+    h.listener.alarm_ringing(False)
+    heard = len(h.stt.audio)
+    await h.run(ScriptSource(frames(SPEECH, 0.6)))
+    assert len(h.stt.audio) == heard, "without an alarm the wake word is needed again"
+
+
+async def test_stop_over_the_alarm_announcement_cuts_it_and_other_words_do_not():
+    stops = []
+    h = Harness(ScriptedBackend(), FakeStt("it is loud", "Stop."), on_stop=lambda: stops.append(1))
+    h.tts.seconds = 30.0  # the announcement plays 3 s at the sink's 10x speed
+    h.listener.alarm_ringing(True)
+    source = ScriptSource(frames(SILENCE, 0.3), tail_s=8.0)
+
+    async def ring() -> float:
+        task = asyncio.ensure_future(h.pipeline.announce("Your pasta timer is done."))
+        while h.listener.mode != "answering":
+            await asyncio.sleep(0.005)
+        source.inject(frames(SPEECH, 0.5) + frames(SILENCE, 0.8))  # not "stop": plays on
+        while len(h.stt.audio) < 1:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.1)
+        assert not task.done() and h.sink.stops == 0 and h.listener.mode == "answering"
+        source.inject(frames(SPEECH, 0.4))
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 5)
+        return asyncio.get_running_loop().time() - started
+
+    ringing = asyncio.ensure_future(ring())
+    await h.run(source)
+    assert await ringing < 1.5  # cut off, not played to its end
+    assert stops == [1] and h.sink.stops >= 1
+    assert [t["trigger"] for t in h.pipeline.turns] == ["alarm"]
 
 
 async def test_unreachable_model_is_said_once_and_the_next_question_works():
@@ -256,8 +315,9 @@ async def test_a_follow_up_without_the_wake_word_runs_it_only_at_the_start():
         assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "follow_up"]
         calls.append(h.wake.calls)
     # the wake model follows a follow-up's first 2 s only: 3.5 s more speech (~110 frames)
-    # adds no calls (give or take a frame of the idle gate's timing)
-    assert abs(calls[1] - calls[0]) <= 3, calls
+    # adds no calls (give or take the idle gate's frames around the reply: when the reply
+    # ends against the paced frames varies by a few frames on a loaded machine)
+    assert abs(calls[1] - calls[0]) <= 10, calls
 
 
 class RisingWake(FakeWake):

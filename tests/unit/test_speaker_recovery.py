@@ -221,3 +221,20 @@ async def _until(condition, timeout: float = 5.0) -> None:
 async def _sentences(*texts: str):
     for text in texts:
         yield text
+
+
+async def test_the_sink_tells_how_loud_what_it_played_was(monkeypatch) -> None:
+    """The echo guard's reference: the loudest block handed to the device since a time."""
+    pa = FakePortAudio(plan=[Fails(after=None)])
+    sink, _ = _sink(monkeypatch, pa)
+    try:
+        before = time.monotonic()
+        assert sink.reference_level(before) == 0.0
+        await sink.open()
+        await sink.play(np.full(RATE // 5, 1000, np.int16), RATE)  # 0.2 s at RMS 1000
+        await sink.drain()
+        assert sink.reference_level(before) == pytest.approx(1000.0, rel=0.01)
+        await asyncio.sleep(0.1)  # only silence since
+        assert sink.reference_level(time.monotonic() - 0.02) < 1.0
+    finally:
+        sink.close()

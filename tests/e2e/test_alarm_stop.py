@@ -1,0 +1,72 @@
+"""A ringing timer silenced by a real person saying "stop" (tests/fixtures/human/mycroft_stop.wav)
+into the virtual microphone, without the wake word, as on any smart speaker: in the quiet
+between two rings and over the ring itself. The daemon runs in wake-word mode with the real
+speech models; the timer is set through its fast path, so no language model is needed."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.voice_helpers import loud_spans
+
+pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
+
+STOP = Path(__file__).resolve().parents[1] / "fixtures" / "human" / "mycroft_stop.wav"
+REPEAT_S = 4.0
+"""``audio.alarm_repeat_s`` here: short, so a ring that was not dismissed shows soon."""
+
+
+@pytest.fixture(scope="module")
+def iris(virtual_audio, speech_manifest, tmp_path_factory):
+    """The voice daemon on the virtual devices, in wake-word mode, with no model server."""
+    from tools.testbed.voicebed import LiveDaemon
+
+    work = tmp_path_factory.mktemp("iris-alarm")
+    config = {"audio": {"alarm_repeat_s": REPEAT_S, "alarm_timeout_s": 120.0}, "tools": {"timezone": "UTC"}}
+    with LiveDaemon(virtual_audio, "http://127.0.0.1:9", work, config) as daemon:
+        yield daemon
+
+
+def _ring(iris) -> int:
+    """Set a 2-second timer by a typed request and wait until it rings; the turn count then."""
+    trace = iris.request("ask", text="set a timer for 2 seconds")["trace"]
+    assert trace["execution_path"] == "fast" and trace["tool_calls"][0]["ok"], trace
+    count = iris.status()["turn_count"]
+    deadline = time.monotonic() + 20
+    while iris.status()["alarm_ringing"] is None:
+        assert time.monotonic() < deadline, f"the timer never rang:\n{iris.log_tail()}"
+        time.sleep(0.05)
+    return count
+
+
+def _assert_dismissed(virtual_audio, iris, count: int) -> None:
+    """ "stop" was heard as an alarm's stop, the alarm is over and does not ring again, and
+    the timer is gone."""
+    turn = iris.wait_turn(after=count, timeout=60)
+    assert re.findall(r"[a-z]+", turn["transcript"].lower()) == ["stop"], turn
+    assert turn["trigger"] == "alarm" and turn["command"] == "stop", turn
+    assert iris.status()["alarm_ringing"] is None
+    rec = virtual_audio.record_speaker()
+    time.sleep(REPEAT_S + 2.0)
+    audio = rec.stop()
+    assert loud_spans(audio) == [], f"the alarm rang again after 'stop':\n{iris.log_tail()}"
+    assert iris.request("timers")["timers"] == []
+
+
+def test_stop_alone_between_two_rings_dismisses_the_timer(virtual_audio, iris):
+    count = _ring(iris)
+    iris.wait_state("idle", timeout=30)  # the first ring has played; the next is due in REPEAT_S
+    assert iris.status()["alarm_ringing"] is not None
+    virtual_audio.play_into_mic(STOP)
+    _assert_dismissed(virtual_audio, iris, count)
+
+
+def test_stop_alone_over_the_ring_dismisses_the_timer(virtual_audio, iris):
+    count = _ring(iris)
+    iris.wait_state("speaking", timeout=10)  # the chime and "Your timer is done." are playing
+    virtual_audio.play_into_mic(STOP)
+    _assert_dismissed(virtual_audio, iris, count)
