@@ -98,6 +98,10 @@ class McpServerConfig(_Section):
     """``lazy``: the model browses to the tools when it needs them; ``eager``: always listed."""
     enabled: bool = True
     """False keeps the entry but neither starts the server nor shows its tools."""
+    arguments: dict[str, str | int | float | bool] = {}
+    """Arguments IRIS fills in for every tool of this server that takes them, hidden from
+    the model (``repo_path`` of a git server started on one repository): a small model
+    cannot know the path and guesses one the server refuses."""
 
     @field_validator("name")
     @classmethod

@@ -36,6 +36,7 @@ from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
 from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult, spoken
 from iris_voice.tools.render import manifest, render
+from iris_voice.tools.repair import repair_zones
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,9 @@ class ChatLoop:
                 calls_made += 1
                 if not self.registry.read_only(name):
                     await turn.confirmed()  # a speculative turn changes nothing until confirmed
+                tool = self.registry.get(name)
+                if tool is not None and isinstance(args, dict):
+                    args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
                 res = await self.registry.call(name, args, request=turn.text)
                 results.append(res)
                 trace.add_call(res)

@@ -27,6 +27,31 @@ from iris_voice.tools.retrieval import ToolIndex
 
 log = logging.getLogger(__name__)
 _FOLLOW_UP = re.compile(r"^\W*(?:and|also|now|then|what about|how about|same for)\b", re.IGNORECASE)
+# A request that asks for a change says so with a verb; a wh-question asks to be told.
+_CHANGE = re.compile(
+    r"\b(?:set|create|add|remember|save|store|write|delete|remove|update|change|rename|move|edit"
+    r"|append|insert|commit|stage|reset|check ?out|switch|forget|erase|record|note|put|clear)\b",
+    re.IGNORECASE,
+)
+_WH_QUESTION = re.compile(r"^\W*(?:what|which|who|whose|when|where|why|how)\b", re.IGNORECASE)
+_CREATE = re.compile(r"\b(?:create|add|new|remember|save|store|note|record|append|insert|put)\b", re.I)
+_DELETE = re.compile(r"\b(?:delete|remove|forget|erase|reset|clear|drop|discard|undo)\b", re.I)
+# A tool whose name holds one of these verbs changes something (unless its server says it
+# is read-only), and runs only for a request with a word that asks for that kind of change:
+# "set the stock of apples to 100" may update a row (write_query), not create a table.
+_WRITE_VERBS = {
+    **dict.fromkeys(("create", "add", "append", "insert", "save", "store", "put"), _CREATE),
+    **dict.fromkeys(("delete", "remove", "reset"), _DELETE),
+    **dict.fromkeys(
+        ("write", "edit", "update", "set", "move", "rename", "commit", "checkout", "push", "stage"), _CHANGE
+    ),
+}
+
+LISTED_SERVES = 0.8
+"""A listed tool scoring this share of a hidden tool's score serves the request as well."""
+
+BARE = 0.95
+"""A tool without parameters ranks as if it scored this share of its score."""
 
 LEAD = "Tools for this request, called like the tools above:"
 """The line before the retrieved definitions in the user message."""
@@ -63,17 +88,42 @@ class ToolPicker:
 
     def pick(self, text: str, history: list[Message]) -> list[Tool]:
         """The hidden tools to show for ``text``: the best-ranked ones above the score
-        floor that match better than every listed tool, else those the previous turn called.
+        floor that a listed tool does not already serve, else those the previous turn called.
 
-        A listed tool that matches better already answers the request ("what time is it in
-        Paris": the built-in clock): adding the hidden ones would only cost prompt time.
+        A listed tool already serves a request when it matches nearly as well
+        (``LISTED_SERVES`` of the hidden tool's score: "what time is it in Mumbai" and the
+        built-in clock) or when it has the hidden tool's own name (the MCP time server's
+        ``get_current_time`` beside the built-in one): adding the hidden one would only
+        cost prompt time (a second model round when the model calls it). A tool that
+        changes something is shown only for a request that asks for a change
+        of its kind (``asks_change``, ``licensed``), and first: "what products are in the
+        shop database?" never sees ``create_table``, "remember that Bob likes chess" not
+        ``delete_observations``.
         """
         if not self.cfg.enabled or not self.registry.hidden():
             return []
         hidden = {t.name: t for t in self.registry.hidden()}
+        listed = {t.name for t in self.registry}
         ranked = self.index().rank(text)
-        floor = max([self.cfg.min_score, *(s.score for s in ranked if s.name not in hidden)])
-        picked = [hidden[s.name] for s in ranked if s.name in hidden and s.score >= floor]
+        best_listed = max([0.0, *(s.score for s in ranked if s.name not in hidden)])
+        floor = max(self.cfg.min_score, best_listed / LISTED_SERVES)
+        change = asks_change(text)
+        picked = [
+            hidden[s.name]
+            for s in ranked
+            if s.name in hidden
+            and s.score >= floor
+            and s.name.rpartition("/")[2] not in listed
+            and (not writes(hidden[s.name]) or (change and licensed(hidden[s.name], text)))
+        ]
+        picked = picked[: self.cfg.tools_per_turn]
+        # A tool without parameters cannot carry what the request names ("what products are
+        # in the shop database?": list_tables): where the ranker can hardly tell it from one
+        # that takes arguments (read_query), that one is shown first.
+        score = {s.name: s.score for s in ranked}
+        picked.sort(key=lambda t: -score[t.name] * (1 if takes_arguments(t) else BARE))
+        if change:  # what was asked is a change: the tools that make one come first
+            picked.sort(key=lambda t: not writes(t))
         if not picked and _FOLLOW_UP.match(text):
             picked = [hidden[n] for n in previous_calls(history) if n in hidden]
         log.debug("retrieved for %r: %s", text, [t.name for t in picked])
@@ -85,6 +135,37 @@ class ToolPicker:
         if not tools:
             return message
         return {**message, "content": f"{message['content']}\n\n{LEAD}\n{tools_block(tools)}"}
+
+
+def asks_change(text: str) -> bool:
+    """Whether ``text`` asks for a change: a verb of changing, and not a wh-question."""
+    return bool(_CHANGE.search(text)) and not _WH_QUESTION.match(text)
+
+
+def takes_arguments(tool: Tool) -> bool:
+    """Whether ``tool`` has parameters the model fills in."""
+    props = tool.spec.parameters.get("properties") if isinstance(tool.spec.parameters, dict) else None
+    return bool(props)
+
+
+def _verbs(tool: Tool) -> set[str]:
+    """The verbs of changing in ``tool``'s name, unless its server calls it read-only."""
+    if tool.read_only:
+        return set()
+    tail = tool.name.rpartition("/")[2]
+    return _WRITE_VERBS.keys() & set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tail.lower()))
+
+
+def writes(tool: Tool) -> bool:
+    """Whether ``tool`` changes something: its name says so and its server does not call
+    it read-only (MCP's ``readOnlyHint``)."""
+    return bool(_verbs(tool))
+
+
+def licensed(tool: Tool, text: str) -> bool:
+    """Whether ``text`` asks for the kind of change ``tool`` makes (creating, deleting, or
+    changing in place)."""
+    return any(_WRITE_VERBS[v].search(text) for v in _verbs(tool))
 
 
 def previous_calls(history: list[Message]) -> list[str]:

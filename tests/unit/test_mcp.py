@@ -246,6 +246,25 @@ async def test_eager_mode_registers_category_tool_names_with_schemas():
         assert BROWSE_TOOL not in registry  # no lazy server, no meta-tools
 
 
+async def test_configured_arguments_are_filled_in_and_hidden_from_the_model():
+    fixed = {"timezone": "Asia/Tokyo", "not_a_parameter": 1}
+    async with running(time_server(mode="eager", arguments=fixed)) as (_, registry):
+        spec = registry.get("time/get_current_time").spec
+        assert "timezone" not in spec.parameters["properties"] and spec.parameters.get("required") == []
+        convert = registry.get("time/convert_time").spec.parameters
+        assert "timezone" not in convert["properties"] and "source_timezone" in convert["properties"]
+        # the call runs with the configured value, whatever the model sent for it
+        for sent in ({}, {"timezone": "Europe/Paris"}):
+            res = await registry.call("time/get_current_time", sent)
+            assert res.ok and json.loads(res.result)["timezone"] == "Asia/Tokyo", res.result
+    async with running(time_server(arguments={"timezone": "Asia/Tokyo"})) as (_, registry):
+        listing = (await registry.call(BROWSE_TOOL, {"path": "time"})).result
+        # the example call the listing ends with asks for no argument: timezone is IRIS's
+        assert listing.endswith('"tool_path": "time/get_current_time", "arguments": {}}}'), listing
+        res = await execute(registry, "time/get_current_time", {})
+        assert res.ok and json.loads(res.result)["timezone"] == "Asia/Tokyo"
+
+
 def _write_config(tmp_path, mode: str) -> str:
     path = tmp_path / "iris.toml"
     path.write_text(

@@ -146,3 +146,80 @@ async def test_a_hidden_tool_named_without_its_category_still_runs():
     result = await registry().call("read_query", {"query": "SELECT 1"})
     assert result.ok and result.name == "data/sqlite/read_query"
     assert not (await registry().call("nonexistent_tool", {})).ok
+
+
+def test_a_hidden_tool_a_listed_one_serves_is_not_added():
+    clock = builtin("get_current_time", "Current time in a time zone or city.")
+    reg = ToolRegistry(
+        [clock],
+        hidden=[
+            mcp_tool("time/get_current_time", "Get current time in a specific timezone", "current time"),
+            mcp_tool("time/convert_time", "Convert time between timezones", "convert a time between zones"),
+        ],
+    )
+    picker = ToolPicker(reg, RetrievalConfig(min_score=0.1))
+    ranked = {s.name: s.score for s in picker.index().rank("current time in Mumbai")}
+    # the hidden clock outranks the listed one, yet it has the listed one's name: not added
+    assert ranked["time/get_current_time"] > ranked["get_current_time"]
+    assert "time/get_current_time" not in [t.name for t in picker.pick("current time in Mumbai", [])]
+    # a hidden tool the listed one matches nearly as well is not added either
+    convert = ranked["time/convert_time"]
+    assert 0 < convert < ranked["get_current_time"] / 0.8
+    assert "time/convert_time" not in [t.name for t in picker.pick("current time in Mumbai", [])]
+    # one that clearly matches better is
+    assert [t.name for t in picker.pick("convert 17:00 between timezones", [])] == ["time/convert_time"]
+
+
+def shop_registry() -> ToolRegistry:
+    return ToolRegistry(
+        [builtin("get_current_time", "The time now in a city.")],
+        hidden=[
+            mcp_tool("data/sqlite/read_query", "Execute a SELECT query on the SQLite database", SHOP),
+            mcp_tool("data/sqlite/write_query", "Execute an INSERT, UPDATE, or DELETE query", SHOP),
+            mcp_tool("data/sqlite/create_table", "Create a new table in the SQLite database", SHOP),
+            mcp_tool("memory/delete_entities", "Delete entities", "remember facts about people"),
+            mcp_tool("memory/create_entities", "Create entities", "remember facts about people"),
+        ],
+    )
+
+
+def test_tools_that_change_something_are_shown_only_for_a_request_for_that_kind_of_change():
+    picker = ToolPicker(shop_registry(), RetrievalConfig(tools_per_turn=5, min_score=0.1))
+    names = lambda text: [t.name for t in picker.pick(text, [])]  # noqa: E731
+    # a question is answered by reading: no writing tool is shown
+    assert names("What products are in the shop database?") == ["data/sqlite/read_query"]
+    assert names("What do you remember about Alice?") == []
+    # "set" asks to change in place: write_query (first), not create_table
+    setting = names("Set the stock of apples to 100 in the shop database.")
+    assert setting[0] == "data/sqlite/write_query" and "data/sqlite/create_table" not in setting
+    # remembering creates; nothing is deleted unless the words say so
+    assert names("Remember that Bob likes chess.") == ["memory/create_entities"]
+    assert "memory/delete_entities" in names("Forget everything you remember about Bob, delete it.")
+
+
+def test_which_tools_write_by_their_names_unless_their_server_says_read_only():
+    from iris_voice.conversation.toolpick import asks_change, writes
+
+    reg = shop_registry()
+    assert writes(reg.get("data/sqlite/write_query")) and writes(reg.get("memory/create_entities"))
+    assert not writes(reg.get("data/sqlite/read_query"))
+    spec = ToolSpec("git_add_note", "x", {"type": "object"})
+    listed = Tool(spec, builtin("x", "x").handler, read_only=True)
+    assert not writes(listed)
+    assert asks_change("Set the stock to 100") and not asks_change("What did I set the stock to?")
+
+
+def test_a_tool_without_parameters_is_shown_after_a_close_one_that_takes_arguments():
+    bare = Tool(
+        ToolSpec("data/sqlite/list_tables", "List all tables in the database", {"type": "object"}),
+        mcp_tool("x", "x").handler,
+        meta={"mode": "lazy", "server_description": SHOP},
+    )
+    reg = ToolRegistry([], hidden=[bare, mcp_tool("data/sqlite/read_query", "Query the database", SHOP)])
+    picker = ToolPicker(reg, RetrievalConfig(min_score=0.1))
+    ranked = [s.name for s in picker.index().rank("What products are in the shop database?")]
+    assert ranked[0] == "data/sqlite/list_tables"  # the shorter document scores a little higher
+    picked = [t.name for t in picker.pick("What products are in the shop database?", [])]
+    assert picked == ["data/sqlite/read_query", "data/sqlite/list_tables"]
+    # one that clearly matches better stays first
+    assert picker.pick("List all tables in the shop database", [])[0].name == "data/sqlite/list_tables"

@@ -116,14 +116,16 @@ def first_call(trace) -> tuple[str, dict] | None:
     return None
 
 
-def judge(q: Question, trace) -> bool:
-    """The right first tool with the right arguments; or no call at all when none is needed."""
+def judge(q: Question, trace, fixed: dict[str, dict] | None = None) -> bool:
+    """The right first tool with the right arguments; or no call at all when none is needed.
+    ``fixed``: the arguments IRIS fills in, by category (``McpServerConfig.arguments``)."""
     call = first_call(trace)
     if not q.tools:
         return not trace.tool_calls
     if call is None or trace.extra.get("refused"):
         return False  # a refused call had arguments the user's words do not hold: not right
     name, args = call
+    args = {**args, **(fixed or {}).get(name.strip("/").rpartition("/")[0], {})}
     tail = name.strip("/").rpartition("/")[2]
     if not any(name == t or (tail and t.rpartition("/")[2] == tail and "/" in t) for t in q.tools):
         return False
@@ -163,11 +165,12 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
         hint = count(app.cfg.llm.system_prompt) - count(LlmConfig().system_prompt)
         await app.responder.warmup()
         names = registry.callable_names()
+        fixed = {s.category: dict(s.arguments) for s in cfg.mcp.servers}
         for half_name, half in halves:
             for q in half.QUESTIONS:
                 await prepare(app, q.timers)
                 trace = await ask(app.responder, q.text)
-                ok = judge(q, trace)
+                ok = judge(q, trace, fixed)
                 out.right[half_name].append(ok)
                 out.times.append(trace.total_ms or 0)
                 picked = [registry.get(n) for n in trace.extra.get("retrieved", [])]

@@ -88,6 +88,7 @@ def six_servers(state: Path, mode: str = "lazy") -> list[McpServerConfig]:
                         description="the shop database: products, prices, stock, customers (SQL)"),
         McpServerConfig(name="git", category="dev/git", mode=mode, command=PY,
                         args=["-m", "mcp_server_git", "--repository", str(paths["git"])],
+                        arguments={"repo_path": str(paths["git"])},
                         description="the garden planner git repository: status, log, diff, commits"),
         McpServerConfig(name="memory", category="memory", mode=mode, command=node,
                         args=[str(NODE_SERVERS["memory"])], env={"MEMORY_FILE_PATH": str(paths["memory"])},

@@ -25,7 +25,7 @@ from iris_voice import safejson
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.schema import check_arguments_async
-from iris_voice.tools.mcp.vetting import tool_spec
+from iris_voice.tools.mcp.vetting import tool_spec, with_fixed
 from iris_voice.tools.registry import CALL_LEAD_IN, Tool, ToolSpec
 from iris_voice.tools.render import SYSTEM_TOOL_INSTRUCTIONS, render
 
@@ -195,7 +195,7 @@ class LazyTools:
                     raise ToolError(str(exc)) from None
                 lines.append(f"Tools in {node.path}: not available now ({exc})")
             else:
-                specs = [tool_spec(node.path, t) for t in tools]
+                specs = [tool_spec(node.path, t, node.server.config.arguments) for t in tools]
                 lines.append(f"Tools in {node.path}:" if specs else f"No tools in {node.path}.")
         if specs:
             # A small model copies this line; the copied call is recognized even as text.
@@ -249,6 +249,7 @@ class LazyTools:
 async def call_checked(conn: McpServerConnection, tool: types.Tool, arguments: dict[str, Any]) -> str:
     """Coerce and validate ``arguments`` against the tool's schema, call it, return its text."""
     path = f"{conn.config.category}/{tool.name}"
+    arguments = with_fixed(tool, arguments, conn.config.arguments)
     args = await check_arguments_async(path, arguments, tool.inputSchema)
     outcome = await conn.call(tool.name, args)
     if not outcome.ok:

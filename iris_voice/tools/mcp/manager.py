@@ -174,7 +174,7 @@ class McpManager:
     def tool_specs(self, mode: str | None = None) -> list[ToolSpec]:
         """Every known MCP tool as an eager registration shows it (``mode`` filters: lazy, eager)."""
         return [
-            tool_spec(c.config.category, t)
+            tool_spec(c.config.category, t, c.config.arguments)
             for c in self.connections.values()
             if mode is None or c.config.mode == mode
             for t in c.tools
@@ -186,7 +186,7 @@ class McpManager:
         for conn in self.connections.values():
             cfg = conn.config
             for tool in conn.tools:
-                spec = tool_spec(cfg.category, tool)
+                spec = tool_spec(cfg.category, tool, cfg.arguments)
                 rows.append(McpToolInfo(spec.name, spec.description, cfg.mode, cfg.name, spec.parameters))
             for name, why in conn.skipped.items():  # names made printable by vetting
                 rows.append(McpToolInfo(f"{cfg.category}/{name}", f"(skipped: {why})", cfg.mode, cfg.name))
@@ -212,7 +212,7 @@ class McpManager:
             current = next((t for t in conn.tools if t.name == tool.name), tool)
             return await call_checked(conn, current, arguments)
 
-        spec = tool_spec(conn.config.category, tool)
+        spec = tool_spec(conn.config.category, tool, conn.config.arguments)
         meta = {
             "server": conn.name,
             "category": conn.config.category,

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp import types
 
@@ -65,9 +66,24 @@ def description_text(tool: types.Tool) -> str:
     return text
 
 
-def tool_spec(category: str, tool: types.Tool) -> ToolSpec:
-    """An MCP tool as a model sees it: ``category/name``, first paragraph, compact schema."""
-    return ToolSpec(f"{category}/{tool.name}", description_text(tool), compact_input_schema(tool.inputSchema))
+def tool_spec(category: str, tool: types.Tool, fixed: Mapping[str, object] | None = None) -> ToolSpec:
+    """An MCP tool as a model sees it: ``category/name``, first paragraph, compact schema
+    without the ``fixed`` arguments (IRIS fills those in: ``McpServerConfig.arguments``)."""
+    schema = compact_input_schema(tool.inputSchema)
+    props = schema.get("properties")
+    if fixed and isinstance(props, dict) and fixed.keys() & props.keys():
+        schema = {**schema, "properties": {k: v for k, v in props.items() if k not in fixed}}
+        if isinstance(schema.get("required"), list):
+            schema["required"] = [r for r in schema["required"] if r not in fixed]
+    return ToolSpec(f"{category}/{tool.name}", description_text(tool), schema)
+
+
+def with_fixed(tool: types.Tool, arguments: dict[str, Any], fixed: Mapping[str, object]) -> dict[str, Any]:
+    """``arguments`` with the ``fixed`` ones the tool's schema takes (the configured value wins)."""
+    props = tool.inputSchema.get("properties") if isinstance(tool.inputSchema, dict) else None
+    if not fixed or not isinstance(props, dict):
+        return arguments
+    return {**arguments, **{k: v for k, v in fixed.items() if k in props}}
 
 
 def spec_chars(spec: ToolSpec) -> int:
