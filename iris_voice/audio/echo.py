@@ -48,7 +48,7 @@ ROUTABLE = ("", "pipewire", "default", "pulse")
 ENABLE_HINT = (
     "install Debian's pipewire, libspa-0.2-modules (WebRTC echo canceller) and pipewire-alsa, run "
     'IRIS in a PipeWire session with audio.input_device and audio.output_device "" '
-    '(the defaults), and keep audio.echo_cancel = "pipewire"'
+    '(the defaults), and set audio.echo_cancel = "pipewire"'
 )
 """What to do when the canceller is not available (``iris doctor`` and the log say it)."""
 

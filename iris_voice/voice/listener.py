@@ -215,7 +215,9 @@ class Listener(WakeWatch):
         out.put_nowait(item)
 
     async def _idle(self, frame: np.ndarray) -> None:
-        if self.guard is not None and self.guard.in_tail():  # IRIS's echo: no question, no wake word
+        # IRIS's echo: no question, no wake word. (Over a ringing alarm only "stop" acts, which
+        # IRIS's announcement never says: a "stop" said right after a ring must not be lost.)
+        if self.guard is not None and not self._alarm and self.guard.in_tail():
             self._pre.clear()
             self._unfed.clear()
             self._speech_run = 0

@@ -1,6 +1,6 @@
 """IRIS in a room: its replies leak back into the virtual microphone (40 ms late, −10 dB,
 a 250 ms reverb tail; ``tools/testbed/echopath.py``), with the real daemon, the real speech
-models and PipeWire's echo canceller started by IRIS itself.
+models and PipeWire's echo canceller started by IRIS itself (``audio.echo_cancel = "pipewire"``).
 
 No language model: every question here is answered on the fast path (the model URL is dead;
 the daemon's one "cannot reach" sentence at start is waited out).
@@ -33,7 +33,7 @@ def room(virtual_audio, speech_manifest):
 def daemon(bed, tmp_path, **audio: Any):
     from tools.testbed.voicebed import LiveDaemon
 
-    config = {"audio": {"follow_up_s": 3.0, **audio}, "tools": {"timezone": "UTC"}}
+    config = {"audio": {"follow_up_s": 3.0, "echo_cancel": "pipewire", **audio}, "tools": {"timezone": "UTC"}}
     return LiveDaemon(bed, DEAD_LLM, tmp_path, config)
 
 

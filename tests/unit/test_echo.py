@@ -191,6 +191,6 @@ def test_doctor_names_why_the_canceller_cannot_run(monkeypatch, tmp_path) -> Non
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # and no PipeWire session either
-    passed, line = echo_check(parse({"audio": {"input_device": "hw:2,0"}}))
+    passed, line = echo_check(parse({"audio": {"input_device": "hw:2,0", "echo_cancel": "pipewire"}}))
     assert passed is None
     assert "audio.input_device = 'hw:2,0'" in line and "IRIS will guard in software" in line
