@@ -54,16 +54,28 @@ ENABLE_HINT = (
 
 # node.latency 160/16000: WebRTC's AEC works on 10 ms blocks; fed in 10 ms steps it cancelled
 # 9-13 dB of a room's echo here, against 5-7 dB at 32 ms (and it would not start at 5 ms).
-_CONF = """\
-context.properties = {{ log.level = 2 }}
-context.spa-libs = {{
+_CLIENT_CONF = """\
+context.properties = { log.level = 2 }
+context.spa-libs = {
     audio.convert.* = audioconvert/libspa-audioconvert
     support.*       = support/libspa-support
-}}
+}
 context.modules = [
-    {{ name = libpipewire-module-protocol-native }}
-    {{ name = libpipewire-module-client-node }}
-    {{ name = libpipewire-module-adapter }}
+    { name = libpipewire-module-protocol-native }
+    { name = libpipewire-module-client-node }
+    { name = libpipewire-module-adapter }
+%s
+]
+"""
+
+
+def client_conf(module: str) -> str:
+    """A ``pipewire -c`` configuration that runs ``module`` (one ``{ name = … args = … }``
+    block) as a client of the user's PipeWire session: PipeWire's way of running a filter."""
+    return _CLIENT_CONF % module
+
+
+_MODULE = """\
     {{ name = libpipewire-module-echo-cancel
         args = {{
             library.name   = aec/libspa-aec-webrtc
@@ -77,9 +89,7 @@ context.modules = [
             sink.props     = {{ node.name = "{sink}" node.description = "IRIS speaker (echo reference)" }}
             playback.props = {{ node.name = "iris.echo-cancel.playback" }}
         }}
-    }}
-]
-"""
+    }}"""
 
 
 @dataclass(frozen=True)
@@ -95,11 +105,6 @@ class EchoState:
     def cancelled(self) -> bool:
         """True when PipeWire removes IRIS's voice from the microphone."""
         return self.method == "pipewire-webrtc"
-
-    @property
-    def guarded(self) -> bool:
-        """True when IRIS's software guard is on (always, unless ``echo_cancel = "off"``)."""
-        return self.method != "off"
 
 
 def unavailable(cfg: AudioConfig, env: dict[str, str] | None = None) -> str | None:
@@ -140,7 +145,8 @@ class EchoCanceller:
     def __init__(self, cfg: AudioConfig, workdir: Path) -> None:
         self.cfg = cfg
         self.workdir = workdir
-        self.state = EchoState("off", "audio.echo_cancel = off") if cfg.echo_cancel == "off" else None
+        self.state: EchoState | None = None
+        """What :meth:`start` settled on (None before it ran)."""
         self._proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 5.0) -> EchoState:
@@ -165,7 +171,7 @@ class EchoCanceller:
     def _spawn(self, timeout: float) -> str | None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         conf = self.workdir / "echo-cancel.conf"
-        conf.write_text(_CONF.format(source=SOURCE_NODE, sink=SINK_NODE))
+        conf.write_text(client_conf(_MODULE.format(source=SOURCE_NODE, sink=SINK_NODE)))
         logfile = self.workdir / "echo-cancel.log"
         with open(logfile, "wb") as out:
             self._proc = subprocess.Popen(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iris_voice.audio.echo import client_conf
 from tools.testbed.audiobed import MIC, MIC_FEED, SPEAKER, AudioBedError, SpeakerRecording, VirtualAudio
 
 RATE = 48000
@@ -72,16 +73,7 @@ def _write_ir(path: Path, ir: np.ndarray) -> None:
         w.writeframes(pcm.tobytes())
 
 
-_CONF = """\
-context.properties = {{ log.level = 2 }}
-context.spa-libs = {{
-    audio.convert.* = audioconvert/libspa-audioconvert
-    support.*       = support/libspa-support
-}}
-context.modules = [
-    {{ name = libpipewire-module-protocol-native }}
-    {{ name = libpipewire-module-client-node }}
-    {{ name = libpipewire-module-adapter }}
+_ROOM = """\
     {{ name = libpipewire-module-filter-chain
         args = {{
             node.description = "IRIS test room (speaker to microphone)"
@@ -108,9 +100,7 @@ context.modules = [
                 node.dont-reconnect = true
             }}
         }}
-    }}
-]
-"""
+    }}"""
 
 
 class EchoPath:
@@ -133,7 +123,7 @@ class EchoPath:
         ir = self.bed.dir / "room-ir.wav"
         _write_ir(ir, self.room.impulse_response())
         conf = self.bed.dir / "room.conf"
-        conf.write_text(_CONF.format(rate=RATE, ir=ir, speaker=SPEAKER, micfeed=MIC_FEED))
+        conf.write_text(client_conf(_ROOM.format(rate=RATE, ir=ir, speaker=SPEAKER, micfeed=MIC_FEED)))
         self._proc = self.bed._spawn("room", ["pipewire", "-c", str(conf)])
         deadline = time.monotonic() + timeout
         while not self._linked():
