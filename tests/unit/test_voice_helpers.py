@@ -17,6 +17,8 @@ from tests.support.voice_helpers import clock_hours, share_heard
         ("it is 10 o'clock", {10}),
         ("it is 11:05 in tokyo", {11}),
         ("it is 2 41 am", {2}),
+        ("it is 6-0-2 p.m. on wednesday, november 25, 2026 in tokyo.", {6}),
+        ("it is 6-02 pm", {6}),
         ("november 23, 2026 in tokyo", set()),
         ("23 times 47 is 1081", set()),
     ],
