@@ -191,11 +191,12 @@ async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> 
 
     if missing():
         pytest.skip(f"virtual audio needs {', '.join(missing())}")
-    events: list[object] = []
+    events: list[object] = []  # the microphone's
+    speaker_events: list[object] = []
     with VirtualAudio() as bed:  # a bed of its own: this one gets killed
         bed.use_in_process()
         capture = MicCapture(AudioConfig(), events.append, stall_timeout_s=1.0, retry_delays_s=(0.2, 0.5))
-        sink = SpeakerSink(AudioConfig(), events.append, retry_delays_s=(0.2,))
+        sink = SpeakerSink(AudioConfig(), speaker_events.append, retry_delays_s=(0.2,))
         got = Collector(capture)
         try:
             await until(lambda: len(got.frames) >= 3, 10, "the first frames")
@@ -228,8 +229,11 @@ async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> 
             await got.close()
             sink.close()
     details = [e.detail for e in events if isinstance(e, AudioDeviceProblem) and e.device == "default"]
-    assert any("the stream stopped" in d for d in details), details  # the microphone's
-    assert any("the stream failed" in d for d in details), details  # the speaker's
+    assert any("the stream stopped" in d for d in details), details
+    # The speaker's problem is reported as its stream failing, or, when its retry got there
+    # first (a loaded machine), as the device not opening: either way, once.
+    said = [e.detail for e in speaker_events if isinstance(e, AudioDeviceProblem) and e.device == "default"]
+    assert len(said) == 1 and ("the stream failed" in said[0] or "cannot open" in said[0]), said
 
 
 STEP_S = 0.25

@@ -59,8 +59,10 @@ def test_wake_word_barges_in(virtual_audio, iris):
     time.sleep(1.0)
     audio = rec.stop()
     assert turn["interrupted"], turn
-    assert turn["spoken"] != turn["reply"] or not turn["spoken"], "only what was heard is kept"
-    assert turn["reply"].startswith(turn["spoken"])
+    # Only what was heard is kept: the sentence cut off is not in `spoken`. (On a loaded machine
+    # the wake word can land in a pause while the model writes the next sentence; then all
+    # that was written had been heard and the two are equal.)
+    assert turn["reply"].startswith(turn["spoken"]), turn
     # the speaker is silent soon after the wake word ended: detection + 150 ms to go quiet
     spans = loud_spans(audio)
     last_loud_end = rec.wall_time(int(spans[-1][1] * 16000))
