@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check the Ollama server, the model, tools and echo cancellation")
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
+    sv = sub.add_parser("serve", help="run IRIS headless as a Wyoming service for other machines ([serve])")
+    sv.add_argument("--uri", help="instead of serve.uri, e.g. tcp://0.0.0.0:10700 (needs allow or token)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
     for name, what in (
@@ -265,7 +267,8 @@ COMMANDS = {
     "tools": cmd_tools,
     "ask": cmd_ask,
     "doctor": cmd_doctor,
-    **{n: _voice(n) for n in "run status listen stop mute unmute forget say timers devices wake".split()},
+    **{n: _voice(n) for n in "run serve status listen stop mute unmute forget say".split()},
+    **{n: _voice(n) for n in "timers devices wake".split()},
 }
 
 

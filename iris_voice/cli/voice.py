@@ -35,6 +35,22 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
     return asyncio.run(main())
 
 
+def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
+    """``iris serve``: IRIS headless, as a Wyoming service, until SIGTERM/SIGINT."""
+    from iris_voice.app.hub import Hub
+    from iris_voice.app.runtime import runtime_dir
+    from iris_voice.config import parse
+
+    if args.uri:  # through the schema and the trust checks again, as if it were in the file
+        cfg = parse({**cfg.model_dump(), "serve": {**cfg.serve.model_dump(), "uri": args.uri}}, "--uri")
+    runtime_dir()
+
+    async def main() -> int:
+        return await Hub(cfg).run()
+
+    return asyncio.run(main())
+
+
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
     answer = request(cmd, timeout=timeout, **fields)
     if not answer.get("ok"):
