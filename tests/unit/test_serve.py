@@ -35,7 +35,8 @@ TIMEOUT = 10.0
 async def serving(tmp_path, *, token: str = "", stt: FakeStt | None = None, llm_down: bool = False, **serve):
     """A started service over fake speech engines and a scripted (or unreachable) model."""
     port = free_port()
-    llm = LlmConfig(host=f"http://127.0.0.1:{free_port()}", connect_timeout_s=0.5) if llm_down else LlmConfig()
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    llm = LlmConfig(host=dead, connect_timeout_s=0.5) if llm_down else LlmConfig()
     cfg = Config(
         llm=llm,
         tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "timers.db")),
@@ -98,7 +99,8 @@ async def test_handle_answers_the_time_without_the_model(tmp_path):
     assert events[-1].type == "handled", events
     reply = Handled.from_event(events[-1]).text or ""
     now = datetime.now(UTC)
-    expected = {h for d in (-2, 0, 2) for h in ((now + timedelta(minutes=d)).hour,) for h in (h, h % 12 or 12)}
+    hours = {(now + timedelta(minutes=d)).hour for d in (-2, 0, 2)}  # the hour may turn over
+    expected = hours | {h % 12 or 12 for h in hours}
     assert _hours(reply) & expected, reply
     assert backend.requests == []  # the fast path answered: the model was never asked
 
@@ -218,7 +220,8 @@ async def test_tts_speaks_a_text_and_a_text_stream_sentence_by_sentence(tmp_path
     assert [e.type for e in whole][0] == "audio-start" and whole[0].data["rate"] == 16000
     assert sum(len(e.payload or b"") for e in whole if e.type == "audio-chunk") == 2 * 16000  # 2 x 0.5 s
     assert [e.type for e in first][0] == "audio-start"
-    assert [e.type for e in rest if e.type != "audio-chunk"] == ["audio-start", "audio-stop", "synthesize-stopped"]
+    framing = [e.type for e in rest if e.type != "audio-chunk"]
+    assert framing == ["audio-start", "audio-stop", "synthesize-stopped"]
     # the compatibility "synthesize" inside the stream is not spoken a second time
     assert spoken == ["Hello there.", "How are you?", "The first sentence is here.", "And the second one"]
 
