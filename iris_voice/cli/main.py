@@ -247,10 +247,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cfg = _load(args)
     failed = 0
     checks: list[tuple[bool | None, str]] = [*asyncio.run(run_checks(cfg)), echo_check(cfg)]
+    checks += _serve_checks(cfg)
     for ok, line in checks:
         print({True: "ok    ", False: "FAIL  ", None: "note  "}[ok] + line)
         failed += ok is False
     return EXIT_FAILED if failed else 0
+
+
+def _serve_checks(cfg: config_mod.Config) -> list[tuple[bool | None, str]]:
+    """``iris serve``'s lines (with its clients when the daemon or hub answers ``status``)."""
+    from iris_voice.app.control import daemon_running, request
+    from iris_voice.app.serve_doctor import serve_checks
+
+    try:
+        status = request("status", timeout=cfg.llm.connect_timeout_s + 5) if daemon_running() else None
+    except (IrisError, OSError, ValueError):
+        status = None
+    return asyncio.run(serve_checks(cfg, status if status and status.get("ok") else None))
 
 
 def _voice(name: str):

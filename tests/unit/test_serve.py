@@ -288,3 +288,23 @@ def test_a_wide_bind_needs_an_allow_list_or_a_token(uri):
         WyomingService(ServeConfig.model_construct(uri=uri, allow=[], token="", token_file=""), [])
     assert parse({"serve": {"uri": uri, "allow": ["192.168.1.0/24"]}}).serve.uri == uri
     assert parse({"serve": {"uri": uri, "token": "x"}}).serve.token == "x"
+
+
+async def test_doctor_reports_the_service_and_its_clients(tmp_path):
+    from iris_voice.app.serve_doctor import serve_checks
+
+    async with serving(tmp_path) as (svc, port, app), AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Describe().event())
+        await read_until(client, "info")
+        checks = await serve_checks(app.cfg, {"serve": svc.snapshot()})
+    gone = await serve_checks(app.cfg)  # stopped: nothing answers any more
+    enabled = app.cfg.model_copy(update={"serve": app.cfg.serve.model_copy(update={"enabled": True})})
+    missing = await serve_checks(enabled)
+    assert checks[0] == (True, f"wyoming service: tcp://127.0.0.1:{port} answers describe (asr, tts, handle)")
+    assert any(ok is None and "loopback" in line for ok, line in checks)
+    clients = [line for _ok, line in checks if line.startswith("wyoming clients:")]
+    assert clients and clients[0].startswith("wyoming clients: 1 connected (127.0.0.1:")
+    assert gone == [
+        (None, f"wyoming service: not running (iris serve, or serve.enabled = true; {app.cfg.serve.uri})")
+    ]
+    assert missing[0][0] is False and "nothing answers" in missing[0][1]
