@@ -190,3 +190,51 @@ async def test_headless_hub_serves_reports_and_stops_cleanly(tmp_path, monkeypat
     assert not sock.exists()
     with pytest.raises(OSError):  # the port is free again, nothing listens
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_iris_serve_refuses_a_wide_uri_without_allow_or_token(tmp_path, monkeypatch, capsys):
+    from iris_voice.cli.main import main
+    from iris_voice.errors import EXIT_CONFIG
+
+    monkeypatch.setenv("IRIS_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    assert main(["serve", "--uri", "tcp://0.0.0.0:10799"]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "serve.uri: tcp://0.0.0.0:10799 is reachable from other machines" in err and "serve.allow" in err
+
+
+async def test_the_desktop_daemon_serves_the_same_parts_when_enabled(tmp_path, monkeypatch):
+    from iris_voice.app.daemon import Daemon
+    from tests.support.fakes_audio import SILENCE, FakeSink, FakeWake, ScriptSource, frames
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    port = free_port()
+    cfg = Config(
+        llm=LlmConfig(host=f"http://127.0.0.1:{free_port()}", connect_timeout_s=0.5),
+        tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "timers.db")),
+        serve=ServeConfig(enabled=True, uri=f"tcp://127.0.0.1:{port}"),
+    )
+    engines = Engines(FakeStt(), FakeTts(), FakeVad(), FakeWake())
+    daemon = Daemon(cfg, engines, ScriptSource(frames(SILENCE, 1.0), tail_s=600), FakeSink(speed=50))
+    task = asyncio.create_task(daemon.run())
+    try:
+        for _ in range(200):  # until the service listens
+            try:
+                async with AsyncTcpClient("127.0.0.1", port) as client:
+                    await client.write_event(Transcript(text="what time is it").event())
+                    async with asyncio.timeout(10):
+                        answer = await client.read_event()
+                    status = daemon.status()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the daemon never served")
+    finally:
+        daemon.request_stop()
+        assert await asyncio.wait_for(task, 10) == 0
+    assert answer is not None and answer.type == "handled" and ":" in answer.data["text"]
+    assert status["serve"]["uri"] == f"tcp://127.0.0.1:{port}" and len(status["serve"]["clients"]) == 1
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
