@@ -90,7 +90,8 @@ class Daemon:
         # serve.enabled: the same Wyoming service as ``iris serve``, over this daemon's parts
         self.service: WyomingService | None = None
         if cfg.serve.enabled:
-            self.service = WyomingService(cfg.serve, service_parts(self.app), load_token(cfg.serve))
+            parts = service_parts(self.app, turn_lock=self.pipeline.speech_lock)
+            self.service = WyomingService(cfg.serve, parts, load_token(cfg.serve))
         self.commands = ControlCommands(
             cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,

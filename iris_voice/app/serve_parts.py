@@ -159,11 +159,14 @@ class HandlePart:
     ``handled`` (the whole answer, for compatibility) and ``handled-stop``.
     """
 
-    def __init__(self, responder: Responder, *, language: str, model: str) -> None:
+    def __init__(
+        self, responder: Responder, *, language: str, model: str, lock: asyncio.Lock | None = None
+    ) -> None:
         self.responder = responder
         self.language = language
         self.model = model
-        self._turn = asyncio.Lock()
+        self._turn = lock or asyncio.Lock()
+        """Held for each turn: the daemon's voice turns hold the same one (one conversation)."""
 
     def describe(self) -> dict[str, list[Any]]:
         """One handle program: IRIS's conversation over its model."""
@@ -218,14 +221,16 @@ class HandlePart:
         """Nothing is kept per connection."""
 
 
-def service_parts(app: App) -> list[ServicePart]:
+def service_parts(app: App, *, turn_lock: asyncio.Lock | None = None) -> list[ServicePart]:
     """The parts of ``iris serve`` in the order events are offered to them; speech parts
-    only when ``app`` has speech engines. (A satellite part goes here too.)"""
+    only when ``app`` has speech engines. ``turn_lock``: the lock the desktop daemon's own
+    turns hold, so a client's turn and a spoken one never share the conversation at once.
+    (A satellite part goes here too.)"""
     cfg = app.cfg
     parts: list[ServicePart] = []
     if app.engines is not None:
         limit = cfg.serve.max_utterance_s
         parts.append(AsrPart(app.engines.stt, language=cfg.stt.language, max_utterance_s=limit))
         parts.append(TtsPart(app.engines.tts, language=cfg.stt.language))
-    parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model))
+    parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
     return parts

@@ -226,6 +226,14 @@ async def test_the_desktop_daemon_serves_the_same_parts_when_enabled(tmp_path, m
                     async with asyncio.timeout(10):
                         answer = await client.read_event()
                     status = daemon.status()
+                    # a spoken turn holds the conversation: a client's turn waits for it
+                    async with daemon.pipeline.speech_lock:
+                        await client.write_event(Transcript(text="what time is it").event())
+                        with pytest.raises(TimeoutError):
+                            async with asyncio.timeout(0.5):
+                                await client.read_event()
+                    async with asyncio.timeout(10):
+                        waited = await client.read_event()
                 break
             except OSError:
                 await asyncio.sleep(0.05)
@@ -235,6 +243,7 @@ async def test_the_desktop_daemon_serves_the_same_parts_when_enabled(tmp_path, m
         daemon.request_stop()
         assert await asyncio.wait_for(task, 10) == 0
     assert answer is not None and answer.type == "handled" and ":" in answer.data["text"]
+    assert waited is not None and waited.type == "handled"
     assert status["serve"]["uri"] == f"tcp://127.0.0.1:{port}" and len(status["serve"]["clients"]) == 1
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
