@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -103,7 +102,8 @@ class ServeHandler(AsyncEventHandler):
         self.service = service
         peer = writer.get_extra_info("peername")
         self.host: str | None = peer[0] if isinstance(peer, tuple) else None
-        label = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix-socket"
+        service.accepted += 1
+        label = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else f"unix-socket#{service.accepted}"
         self._write_lock = asyncio.Lock()
         self.conn = Connection(label, self._write, {})
         self.gate = TokenGate(service.token)
@@ -124,7 +124,7 @@ class ServeHandler(AsyncEventHandler):
             if not await self._admit():
                 return
             svc.clients[self.conn.peer] = self
-            log.info("wyoming client %s connected", self.conn.peer)
+            log.debug("wyoming client %s connected", self.conn.peer)  # Home Assistant: one per request
             while True:
                 timeout = svc.cfg.read_timeout_s if self._stream_open else None
                 try:
@@ -143,7 +143,8 @@ class ServeHandler(AsyncEventHandler):
         except (ConnectionError, asyncio.IncompleteReadError):
             log.debug("wyoming client %s went away", self.conn.peer)
         finally:
-            svc.clients.pop(self.conn.peer, None)
+            if svc.clients.pop(self.conn.peer, None) is not None:
+                log.debug("wyoming client %s disconnected", self.conn.peer)
             await self.disconnect()
             self.writer.close()
             if task is not None:
@@ -228,6 +229,8 @@ class WyomingService:
         """Connected clients by ``host:port``."""
         self.refused = 0
         """Connections and events refused by the gates since start."""
+        self.accepted = 0
+        """Connections accepted since start (before the gates)."""
         self.zeroconf_state = "off"
         self._tasks: set[asyncio.Task[Any]] = set()
         self._server: AsyncServer | None = None
@@ -286,8 +289,3 @@ class WyomingService:
                 for peer, h in self.clients.items()
             ],
         }
-
-
-def info_json(info: Info) -> str:
-    """``info`` as one JSON line (for logs and ``iris doctor``)."""
-    return json.dumps(info.event().data, ensure_ascii=False)

@@ -308,3 +308,26 @@ async def test_doctor_reports_the_service_and_its_clients(tmp_path):
         (None, f"wyoming service: not running (iris serve, or serve.enabled = true; {app.cfg.serve.uri})")
     ]
     assert missing[0][0] is False and "nothing answers" in missing[0][1]
+
+
+async def test_a_unix_socket_serves_too(tmp_path):
+    from wyoming.client import AsyncUnixClient
+
+    path = tmp_path / "wyoming.sock"
+    cfg = ServeConfig(uri=f"unix://{path}")
+    assert cfg.loopback and cfg.problems() == []
+    app = build_app(
+        Config(tools=ToolsConfig(timezone="UTC", timers_db=str(tmp_path / "t.db"))), backend=ScriptedBackend()
+    )
+    service = WyomingService(cfg, service_parts(app))  # no engines: handle only
+    await service.start()
+    try:
+        async with AsyncUnixClient(str(path)) as client:
+            await client.write_event(Describe().event())
+            info = Info.from_event((await read_until(client, "info"))[-1])
+            snap = service.snapshot()
+    finally:
+        await service.stop()
+        await app.close()
+    assert [p.name for p in info.handle] == ["iris"] and info.asr == [] and info.tts == []
+    assert [c["peer"] for c in snap["clients"]] == ["unix-socket#1"]
