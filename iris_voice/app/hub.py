@@ -8,18 +8,16 @@ for ``iris status``, ``iris timers`` and ``iris forget``.
 
 A timer set through ``handle`` fires here, where nothing can say it: ``TimerRouter``
 offers it to its ``routes`` (the satellite that set it, when satellites are served) and,
-when none takes it, logs it and keeps it listed in ``iris status``.
+when none takes it, logs it and keeps it listed in ``iris status`` (``timer_router``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from iris_voice import __version__
@@ -31,53 +29,13 @@ from iris_voice.app.runtime import InstanceLock, sd_notify
 from iris_voice.app.serve import WyomingService
 from iris_voice.app.serve_parts import service_parts
 from iris_voice.app.serve_trust import load_token
+from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
-from iris_voice.events import Event, LlmUnavailable, TimerFinished
+from iris_voice.events import LlmUnavailable
 from iris_voice.llm.client import ChatBackend
 
 log = logging.getLogger(__name__)
-
-TimerRoute = Callable[[TimerFinished], Awaitable[bool]]
-"""Says a finished timer somewhere (a satellite); True when it was delivered."""
-
-
-class TimerRouter:
-    """Finished timers of a hub without a speaker: to the first route that takes them, else
-    logged and kept (the last ``keep``) for ``iris status``."""
-
-    def __init__(self, keep: int = 20) -> None:
-        self.routes: list[TimerRoute] = []
-        """Tried in order; a satellite part adds its own."""
-        self.unannounced: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
-        """Timers that fired with nowhere to say them (newest last)."""
-        self._queue: asyncio.Queue[TimerFinished] = asyncio.Queue(64)
-
-    def on_event(self, event: Event) -> None:
-        """Bus subscriber: queue a ``TimerFinished`` (never blocks; the oldest waits are dropped)."""
-        if isinstance(event, TimerFinished):
-            if self._queue.full():
-                self._queue.get_nowait()
-            self._queue.put_nowait(event)
-
-    async def run(self) -> None:
-        """Deliver finished timers until cancelled."""
-        while True:
-            await self.deliver(await self._queue.get())
-
-    async def deliver(self, event: TimerFinished) -> bool:
-        """Offer ``event`` to each route; True when one said it."""
-        for route in list(self.routes):
-            try:
-                if await route(event):
-                    return True
-            except Exception:  # one broken route must not lose the timer
-                log.exception("timer route %r failed", route)
-        log.warning("%s %d finished with no speaker or satellite to say it: %s",
-                    event.kind, event.timer_id, event.message)  # fmt: skip
-        self.unannounced.append({"id": event.timer_id, "kind": event.kind, "message": event.message,
-                                 "due_at": event.due_at, "fired_at": time.time()})  # fmt: skip
-        return False
 
 
 class Hub:
@@ -91,7 +49,8 @@ class Hub:
         self.cfg = self.app.cfg
         self.router = TimerRouter()
         self.app.bus.subscribe(self.router.on_event)
-        self.service = WyomingService(self.cfg.serve, service_parts(self.app), load_token(self.cfg.serve))
+        parts = service_parts(self.app, timers=self.router)
+        self.service = WyomingService(self.cfg.serve, parts, load_token(self.cfg.serve))
         self.health = LlmHealth()
         self._stopping = asyncio.Event()
 

@@ -32,6 +32,7 @@ from iris_voice.speech.stt import Transcriber, as_float32
 
 if TYPE_CHECKING:
     from iris_voice.app.assembly import App
+    from iris_voice.app.timer_router import TimerRouter
 
 log = logging.getLogger(__name__)
 
@@ -221,11 +222,15 @@ class HandlePart:
         """Nothing is kept per connection."""
 
 
-def service_parts(app: App, *, turn_lock: asyncio.Lock | None = None) -> list[ServicePart]:
+def service_parts(
+    app: App, *, turn_lock: asyncio.Lock | None = None, timers: TimerRouter | None = None
+) -> list[ServicePart]:
     """The parts of ``iris serve`` in the order events are offered to them; speech parts
     only when ``app`` has speech engines. ``turn_lock``: the lock the desktop daemon's own
     turns hold, so a client's turn and a spoken one never share the conversation at once.
-    (A satellite part goes here too.)"""
+    ``timers``: where the headless hub's finished timers go (None in the desktop daemon,
+    which says them itself) — a satellite part adds its route there. A satellite part
+    goes into this list too."""
     cfg = app.cfg
     parts: list[ServicePart] = []
     if app.engines is not None:
@@ -233,4 +238,5 @@ def service_parts(app: App, *, turn_lock: asyncio.Lock | None = None) -> list[Se
         parts.append(AsrPart(app.engines.stt, language=cfg.stt.language, max_utterance_s=limit))
         parts.append(TtsPart(app.engines.tts, language=cfg.stt.language))
     parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
+    del timers  # no part routes timers yet: the satellite part will
     return parts
