@@ -31,6 +31,7 @@ from iris_voice.app.serve_parts import service_parts
 from iris_voice.app.serve_trust import load_token
 from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config
+from iris_voice.conversation.trace import TurnTrace
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
 from iris_voice.events import LlmUnavailable
 from iris_voice.llm.client import ChatBackend
@@ -49,7 +50,9 @@ class Hub:
         self.cfg = self.app.cfg
         self.router = TimerRouter()
         self.app.bus.subscribe(self.router.on_event)
-        parts = service_parts(self.app, timers=self.router)
+        self.turn_lock = asyncio.Lock()
+        """One turn at a time in the one conversation: Wyoming clients and ``iris ask``."""
+        parts = service_parts(self.app, turn_lock=self.turn_lock, timers=self.router)
         self.service = WyomingService(self.cfg.serve, parts, load_token(self.cfg.serve))
         self.health = LlmHealth()
         self._stopping = asyncio.Event()
@@ -128,7 +131,10 @@ class Hub:
 
     def handlers(self) -> dict[str, Any]:
         """The control commands a headless hub answers."""
-        return {"ping": self._ping, "status": self._status, "timers": self._timers, "forget": self._forget}
+        return {
+            "ping": self._ping, "status": self._status, "ask": self._ask, "timers": self._timers,
+            "forget": self._forget,
+        }  # fmt: skip
 
     async def _ping(self, _req: dict[str, Any]) -> dict[str, Any]:
         return {"pid": os.getpid()}
@@ -178,6 +184,22 @@ class Hub:
                 for r in await service.list()
             ]
         }  # fmt: skip
+
+    async def _ask(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris ask TEXT`` on the hub's machine: a turn in the hub's conversation (not spoken)."""
+        text = str(req.get("text") or "").strip()
+        if not text:
+            raise IrisError(Code.BAD_REQUEST, "ask needs a text")
+        if req.get("speak"):
+            raise IrisError(Code.BAD_REQUEST, "iris serve has no speaker: ask without --speak")
+        trace = TurnTrace(text=text)
+        async with self.turn_lock:
+            try:
+                async for _ in self.app.responder.sentences(text, trace):
+                    pass
+            except LlmError as exc:
+                raise IrisError(exc.code, exc.message) from None
+        return {"trace": trace.to_dict()}
 
     async def _forget(self, _req: dict[str, Any]) -> dict[str, Any]:
         conversation = self.app.responder.conversation

@@ -175,6 +175,7 @@ async def test_headless_hub_serves_reports_and_stops_cleanly(tmp_path, monkeypat
             answer = await client.read_event()
         sock = tmp_path / "run" / "iris" / "control.sock"
         status = await asyncio.to_thread(request, "status", 10.0, sock)
+        asked = await asyncio.to_thread(request, "ask", 10.0, sock, text="what time is it")
         for _ in range(100):  # the timer fires on the hub: nobody to say it to
             if hub.router.unannounced:
                 break
@@ -185,6 +186,7 @@ async def test_headless_hub_serves_reports_and_stops_cleanly(tmp_path, monkeypat
     assert answer is not None and answer.type == "handled", answer
     assert status["mode"] == "serve" and status["serve"]["uri"] == f"tcp://127.0.0.1:{port}"
     assert len(status["serve"]["clients"]) == 1
+    assert asked["ok"] and asked["trace"]["execution_path"] == "fast" and ":" in asked["trace"]["reply"]
     assert status["llm"]["reachable"] is False
     assert "tea" in timers["timers"]["unannounced"][0]["message"]
     assert b"STOPPING=1" in notify.recv(4096)
