@@ -65,6 +65,7 @@ class ControlCommands:
         engines: Engines | None,
         started: float,
         looplag: LoopLagMonitor | None = None,
+        serve: Any = None,
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
@@ -76,6 +77,8 @@ class ControlCommands:
         self.engines = engines
         self.started = started
         self.looplag = looplag
+        self.serve = serve
+        """The Wyoming service (``serve.enabled``): a ``WyomingService``, or None."""
 
     def handlers(self) -> dict[str, Handler]:
         """Command name → coroutine, for ``ControlServer``."""
@@ -120,6 +123,7 @@ class ControlCommands:
             "speculation": dict(p.speculation),
             "turns": turns[-5:],
             "loop_lag_ms": self.looplag.snapshot() if self.looplag else None,
+            "serve": self.serve.snapshot() if self.serve is not None else None,
         }
 
     async def ping(self, _req: dict[str, Any]) -> dict[str, Any]:

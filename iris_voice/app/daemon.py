@@ -21,6 +21,9 @@ from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
+from iris_voice.app.serve import WyomingService
+from iris_voice.app.serve_parts import service_parts
+from iris_voice.app.serve_trust import load_token
 from iris_voice.audio.chime import chime
 from iris_voice.audio.echo import EchoCanceller
 from iris_voice.audio.protocols import AudioSink, AudioSource
@@ -84,10 +87,15 @@ class Daemon:
         self.bus.subscribe(self.alarms.on_event)
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()
+        # serve.enabled: the same Wyoming service as ``iris serve``, over this daemon's parts
+        self.service: WyomingService | None = None
+        if cfg.serve.enabled:
+            parts = service_parts(self.app, turn_lock=self.pipeline.speech_lock)
+            self.service = WyomingService(cfg.serve, parts, load_token(cfg.serve))
         self.commands = ControlCommands(
             cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
-            engines=self.engines, started=self.started, looplag=self.looplag,
+            engines=self.engines, started=self.started, looplag=self.looplag, serve=self.service,
         )  # fmt: skip
         self._stopping = asyncio.Event()
         self._llm_settled = asyncio.Event()
@@ -120,6 +128,8 @@ class Daemon:
                     tg.create_task(self._connect_llm(), name="llm-connect"),
                     tg.create_task(self.looplag.run(), name="loop-lag"),
                 ]
+                if self.service is not None:
+                    tasks.append(tg.create_task(self._serve(self.service), name="wyoming-serve"))
                 await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
                 # The first question should not pay for loading the language model and its
                 # prompt: wait for the first attempt (bounded), but never for a dead server.
@@ -149,6 +159,13 @@ class Daemon:
                 loop.remove_signal_handler(sig)
             lock.release()
         return 0
+
+    async def _serve(self, service: WyomingService) -> None:
+        """``serve.enabled``: a taken port is logged; the voice daemon goes on without the service."""
+        try:
+            await service.run()
+        except OSError as exc:
+            log.error("serve.uri: cannot serve Wyoming at %s: %s", service.cfg.uri, exc)
 
     async def _start_echo_cancel(self) -> None:
         """Start PipeWire's echo canceller (or settle for the guard) before the devices open."""

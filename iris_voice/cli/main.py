@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check the Ollama server, the model, tools and echo cancellation")
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
+    sv = sub.add_parser("serve", help="run IRIS headless as a Wyoming service for other machines ([serve])")
+    sv.add_argument("--uri", help="instead of serve.uri, e.g. tcp://0.0.0.0:10700 (needs allow or token)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
     for name, what in (
@@ -245,10 +247,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cfg = _load(args)
     failed = 0
     checks: list[tuple[bool | None, str]] = [*asyncio.run(run_checks(cfg)), echo_check(cfg)]
+    checks += _serve_checks(cfg)
     for ok, line in checks:
         print({True: "ok    ", False: "FAIL  ", None: "note  "}[ok] + line)
         failed += ok is False
     return EXIT_FAILED if failed else 0
+
+
+def _serve_checks(cfg: config_mod.Config) -> list[tuple[bool | None, str]]:
+    """``iris serve``'s lines (with its clients when the daemon or hub answers ``status``)."""
+    from iris_voice.app.control import daemon_running, request
+    from iris_voice.app.serve_doctor import serve_checks
+
+    try:
+        status = request("status", timeout=cfg.llm.connect_timeout_s + 5) if daemon_running() else None
+    except (IrisError, OSError, ValueError):
+        status = None
+    return asyncio.run(serve_checks(cfg, status if status and status.get("ok") else None))
 
 
 def _voice(name: str):
@@ -265,7 +280,8 @@ COMMANDS = {
     "tools": cmd_tools,
     "ask": cmd_ask,
     "doctor": cmd_doctor,
-    **{n: _voice(n) for n in "run status listen stop mute unmute forget say timers devices wake".split()},
+    **{n: _voice(n) for n in "run serve status listen stop mute unmute forget say".split()},
+    **{n: _voice(n) for n in "timers devices wake".split()},
 }
 
 

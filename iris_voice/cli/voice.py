@@ -35,6 +35,22 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
     return asyncio.run(main())
 
 
+def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
+    """``iris serve``: IRIS headless, as a Wyoming service, until SIGTERM/SIGINT."""
+    from iris_voice.app.hub import Hub
+    from iris_voice.app.runtime import runtime_dir
+    from iris_voice.config import parse
+
+    if args.uri:  # through the schema and the trust checks again, as if it were in the file
+        cfg = parse({**cfg.model_dump(), "serve": {**cfg.serve.model_dump(), "uri": args.uri}}, "--uri")
+    runtime_dir()
+
+    async def main() -> int:
+        return await Hub(cfg).run()
+
+    return asyncio.run(main())
+
+
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
     answer = request(cmd, timeout=timeout, **fields)
     if not answer.get("ok"):
@@ -77,8 +93,36 @@ def cmd_status(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+def _serve_lines(serve: dict[str, Any]) -> list[str]:
+    """The Wyoming service's part of ``iris status``: address, programs, clients."""
+    lines = [
+        f"wyoming:    {serve['uri']} ({serve['programs']}; trust: {serve['auth']})",
+        f"zeroconf:   {serve['zeroconf']}",
+        f"clients:    {len(serve['clients'])} connected, {serve['refused']} refused since start",
+    ]
+    lines += [f"  {c['peer']} for {c['connected_s']:.0f} s" for c in serve["clients"]]
+    return lines
+
+
+def _hub_lines(answer: dict[str, Any]) -> list[str]:
+    """``iris status`` of a headless hub (``iris serve``)."""
+    llm, m = answer["llm"], answer["models"]
+    reach = {True: "reachable", False: f"NOT reachable ({llm['error']})", None: "not tried yet"}
+    lines = [
+        f"state:      serving (headless), uptime {answer['uptime_s']:.0f} s, pid {answer['pid']}, "
+        f"IRIS {answer['version']}",
+        f"models:     stt {m['stt']}, tts {m['tts']}, llm {m['llm']}",
+        f"llm server: {llm['host']} {reach[llm['reachable']]}",
+        *_serve_lines(answer["serve"]),
+    ]
+    lines += [f"  not announced: #{t['id']} {t['message']}" for t in answer["timers"]["unannounced"]]
+    return lines
+
+
 def _status_lines(answer: dict[str, Any]) -> list[str]:
     """``iris status`` as text (a reply without some field raises KeyError or TypeError)."""
+    if answer.get("mode") == "serve":
+        return _hub_lines(answer)
     llm = answer["llm"]
     fa = answer["first_audio_ms"]
     reach = {True: "reachable", False: f"NOT reachable ({llm['error']})", None: "not tried yet"}[
@@ -108,6 +152,8 @@ def _status_lines(answer: dict[str, Any]) -> list[str]:
         )
         partials = f", {tm['stt_partials']} partial decodes" if tm.get("stt_partials") else ""
         lines.append(f"  {t.get('transcript', t['text'])!r} -> {t['reply']!r}  [{stages} ms{partials}]")
+    if answer.get("serve"):  # serve.enabled
+        lines += _serve_lines(answer["serve"])
     return lines
 
 

@@ -30,6 +30,7 @@ from iris_voice.config.sections import (
     _Section,
     normalize_host,
 )
+from iris_voice.config.serve import ServeConfig
 from iris_voice.errors import ConfigError
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "McpConfig",
     "McpServerConfig",
     "RetrievalConfig",
+    "ServeConfig",
     "SttConfig",
     "ToolsConfig",
     "TtsConfig",
@@ -69,6 +71,7 @@ class Config(_Section):
     mcp: McpConfig = McpConfig()
     intents: IntentsConfig = IntentsConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
+    serve: ServeConfig = ServeConfig()
 
 
 def _message(err: dict[str, Any]) -> str:
@@ -117,6 +120,8 @@ def parse(data: dict[str, Any], source: str = "") -> Config:
         raise ConfigError(format_errors(exc), source) from None
     if cfg.boost.problems():
         raise ConfigError(cfg.boost.problems(), source)
+    if cfg.serve.problems():
+        raise ConfigError(cfg.serve.problems(), source)
     if cfg.stt.incremental and cfg.stt.incremental_pause_ms >= cfg.audio.vad_hangover_ms:
         # a pause that long already ends the question: nothing would be decoded early
         bad = f"must be below audio.vad_hangover_ms ({cfg.audio.vad_hangover_ms})"

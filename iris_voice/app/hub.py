@@ -1,0 +1,208 @@
+"""``iris serve``: IRIS as a headless hub — no microphone, no speaker (a GPU box in a
+cupboard) — serving its speech engines and answers over Wyoming (``app.serve``).
+
+It owns the same lifecycle as the desktop daemon: the single-instance lock, Whisper and
+Piper warmed before READY=1, one ``TaskGroup`` (timers, the Wyoming service, reconnecting
+to the language model, MCP servers), SIGTERM/SIGINT, ``sd_notify``, and a control socket
+for ``iris status``, ``iris timers`` and ``iris forget``.
+
+A timer set through ``handle`` fires here, where nothing can say it: ``TimerRouter``
+offers it to its ``routes`` (the satellite that set it, when satellites are served) and,
+when none takes it, logs it and keeps it listed in ``iris status`` (``timer_router``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+from typing import Any
+
+from iris_voice import __version__
+from iris_voice.app.assembly import Engines, build_app
+from iris_voice.app.commands import LlmHealth
+from iris_voice.app.control import ControlServer
+from iris_voice.app.daemon import RETRY_DELAYS
+from iris_voice.app.runtime import InstanceLock, sd_notify
+from iris_voice.app.serve import WyomingService
+from iris_voice.app.serve_parts import service_parts
+from iris_voice.app.serve_trust import load_token
+from iris_voice.app.timer_router import TimerRouter
+from iris_voice.config import Config
+from iris_voice.conversation.trace import TurnTrace
+from iris_voice.errors import Code, IrisError, LlmError, ToolError
+from iris_voice.events import LlmUnavailable
+from iris_voice.llm.client import ChatBackend
+
+log = logging.getLogger(__name__)
+
+
+class Hub:
+    """The headless IRIS of ``iris serve``; ``await Hub(cfg).run()``."""
+
+    def __init__(
+        self, cfg: Config, engines: Engines | None = None, backend: ChatBackend | None = None
+    ) -> None:
+        self.started = time.time()
+        self.app = build_app(cfg, speech=True, wake=False, engines=engines, backend=backend)
+        self.cfg = self.app.cfg
+        self.router = TimerRouter()
+        self.app.bus.subscribe(self.router.on_event)
+        self.turn_lock = asyncio.Lock()
+        """One turn at a time in the one conversation: Wyoming clients and ``iris ask``."""
+        parts = service_parts(self.app, turn_lock=self.turn_lock, timers=self.router)
+        self.service = WyomingService(self.cfg.serve, parts, load_token(self.cfg.serve))
+        self.health = LlmHealth()
+        self._stopping = asyncio.Event()
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (SIGTERM, SIGINT)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; the process exit code."""
+        lock = InstanceLock()
+        lock.acquire()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        control = ControlServer(self.handlers())
+        try:
+            took = await self._warm_up()
+            await self.service.start()
+            await control.start()
+            async with asyncio.TaskGroup() as tg:
+                tasks = [
+                    tg.create_task(self.app.timers.run(), name="timers"),
+                    tg.create_task(self.router.run(), name="timer-router"),
+                    tg.create_task(self._connect_llm(), name="llm-connect"),
+                ]
+                await self.app.start_mcp(tg)
+                sd_notify(f"READY=1\nSTATUS=serving {self.cfg.serve.uri}")
+                log.info("IRIS %s serving %s (%s; stt %.0f ms, tts %.0f ms warm-up)", __version__,
+                         self.cfg.serve.uri, self.service.describe_parts(), took["stt"],
+                         took["tts"])  # fmt: skip
+                await self._stopping.wait()
+                sd_notify("STOPPING=1")
+                log.info("stopping")
+                await self.service.stop()
+                for task in tasks:
+                    task.cancel()
+                await self.app.close(timeout=1.0)
+        finally:
+            await self.service.stop()
+            await control.close()
+            await self.app.close(timeout=1.0)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            lock.release()
+        return 0
+
+    async def _warm_up(self) -> dict[str, float]:
+        """Load Whisper and Piper (no wake word, VAD or end-of-turn model: no microphone here)."""
+        engines = self.app.engines
+        if engines is None:  # speech=True builds them
+            raise RuntimeError("the assembly built no speech engines")
+        took: dict[str, float] = {}
+        for name, stage in (("stt", engines.stt), ("tts", engines.tts)):
+            t0 = time.perf_counter()
+            await stage.warmup()
+            took[name] = (time.perf_counter() - t0) * 1000
+        return took
+
+    async def _connect_llm(self) -> None:
+        """Load the model and fill its prompt cache; retry with backoff while the server is down."""
+        attempt = 0
+        while True:
+            try:
+                await self.app.responder.warmup()
+                if self.health.reachable is False:
+                    log.info("language model reachable again at %s", self.cfg.llm.host)
+                self.health.reachable, self.health.error = True, ""
+                return
+            except LlmError as exc:
+                self.health.reachable, self.health.error = False, exc.message
+                self.app.bus.publish(LlmUnavailable(exc.code, exc.message))
+                log.warning("%s [%s]", exc.message, exc.code)
+            await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+            attempt += 1
+
+    def handlers(self) -> dict[str, Any]:
+        """The control commands a headless hub answers."""
+        return {
+            "ping": self._ping, "status": self._status, "ask": self._ask, "timers": self._timers,
+            "forget": self._forget,
+        }  # fmt: skip
+
+    async def _ping(self, _req: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid()}
+
+    async def _status(self, _req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            version = await asyncio.wait_for(self.app.backend.version(), self.cfg.llm.connect_timeout_s + 1)
+            self.health.reachable, self.health.error = True, ""
+        except (LlmError, TimeoutError) as exc:
+            version = None
+            self.health.reachable = False
+            self.health.error = exc.message if isinstance(exc, LlmError) else "timed out"
+        engines = self.app.engines
+        return {
+            "mode": "serve",
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started, 1),
+            "models": {
+                "stt": engines.stt.name if engines else None,
+                "tts": engines.tts.name if engines else None,
+                "llm": self.cfg.llm.model,
+            },
+            "llm": {
+                "host": self.cfg.llm.host,
+                "reachable": self.health.reachable,
+                "error": self.health.error,
+                "server_version": version,
+            },
+            "serve": self.service.snapshot(),
+            "timers": {"next_due": self.app.timers.next_due, "unannounced": list(self.router.unannounced)},
+        }
+
+    async def _timers(self, req: dict[str, Any]) -> dict[str, Any]:
+        service = self.app.timers
+        if req.get("action") == "cancel":
+            try:
+                rows = await service.cancel(str(req.get("which") or ""))
+            except ToolError as exc:
+                raise IrisError(Code.TIMER_NOT_FOUND, exc.message) from None
+            return {"cancelled": [r.id for r in rows]}
+        now = service.clock.now()
+        return {
+            "timers": [
+                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
+                 "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
+                for r in await service.list()
+            ]
+        }  # fmt: skip
+
+    async def _ask(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris ask TEXT`` on the hub's machine: a turn in the hub's conversation (not spoken)."""
+        text = str(req.get("text") or "").strip()
+        if not text:
+            raise IrisError(Code.BAD_REQUEST, "ask needs a text")
+        if req.get("speak"):
+            raise IrisError(Code.BAD_REQUEST, "iris serve has no speaker: ask without --speak")
+        trace = TurnTrace(text=text)
+        async with self.turn_lock:
+            try:
+                async for _ in self.app.responder.sentences(text, trace):
+                    pass
+            except LlmError as exc:
+                raise IrisError(exc.code, exc.message) from None
+        return {"trace": trace.to_dict()}
+
+    async def _forget(self, _req: dict[str, Any]) -> dict[str, Any]:
+        conversation = self.app.responder.conversation
+        turns = len(conversation)
+        conversation.reset()
+        return {"forgotten_turns": turns}

@@ -1,0 +1,242 @@
+"""The jobs of ``iris serve``, each a ``ServicePart``: speech to text (``AsrPart``),
+answers (``HandlePart``) and, in ``serve_tts``, text to speech — and ``service_parts``, the
+one place their list is made.
+
+Each part keeps its per-connection state in ``Connection.state`` under its own key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from wyoming.asr import Transcribe, Transcript
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop, NotHandled
+from wyoming.info import AsrModel, AsrProgram, HandleModel, HandleProgram
+
+from iris_voice import __version__
+from iris_voice.app.serve_info import IRIS, OLLAMA, WHISPER, languages
+from iris_voice.app.serve_tts import TtsPart
+from iris_voice.app.service_parts import Connection, ServicePart
+from iris_voice.audio import SAMPLE_RATE
+from iris_voice.audio.resample import resample, to_int16
+from iris_voice.conversation.responder import Responder
+from iris_voice.errors import IrisError, LlmError
+from iris_voice.speech.stt import Transcriber, as_float32
+
+if TYPE_CHECKING:
+    from iris_voice.app.assembly import App
+    from iris_voice.app.timer_router import TimerRouter
+
+log = logging.getLogger(__name__)
+
+HANDLE_STREAM_KEY = "handled_streaming"
+"""A ``transcript``'s ``context`` with this key true asks for ``handled-start/chunk/stop``."""
+NOT_REACHABLE = "My language model is not reachable right now."
+RATES = (8000, 96000)
+"""Sample rates a client may send (inclusive)."""
+
+
+@dataclass
+class _Utterance:
+    """Audio of one ``transcribe`` being received."""
+
+    language: str | None
+    rate: int = 0
+    channels: int = 1
+    started: bool = False
+    overflow: bool = False
+    samples: int = 0
+    blocks: list[np.ndarray] = field(default_factory=list)
+
+
+class AsrPart:
+    """``transcribe`` + ``audio-start/chunk/stop`` → ``transcript``, with IRIS's Whisper.
+
+    Only audio that follows a ``transcribe`` is this part's (a satellite's microphone
+    stream is another part's). The client's audio (16-bit PCM, any rate from 8 to 96 kHz,
+    mono or stereo) is mixed to mono and resampled to 16 kHz; more than
+    ``max_utterance_s`` is refused with an ``error`` and dropped.
+    """
+
+    KEY = "asr"
+
+    def __init__(self, stt: Transcriber, *, language: str, max_utterance_s: float) -> None:
+        self.stt = stt
+        self.language = language
+        self.max_utterance_s = max_utterance_s
+
+    def describe(self) -> dict[str, list[Any]]:
+        """One ASR program with IRIS's Whisper model."""
+        model = AsrModel(
+            name=self.stt.name, attribution=WHISPER, installed=True, languages=languages(self.language),
+            description=f"Whisper {self.stt.name} (CTranslate2)", version=None,
+        )  # fmt: skip
+        program = AsrProgram(
+            name="iris-whisper", attribution=IRIS, installed=True, version=__version__,
+            description="IRIS speech to text (faster-whisper)", models=[model],
+            supports_transcript_streaming=False,
+        )  # fmt: skip
+        return {"asr": [program]}
+
+    async def handle(self, event: Event, conn: Connection) -> bool:
+        """Take ``transcribe`` and the audio after it."""
+        utt: _Utterance | None = conn.state.get(self.KEY)
+        if Transcribe.is_type(event.type):
+            conn.state[self.KEY] = _Utterance(Transcribe.from_event(event).language)
+            return True
+        if utt is None:
+            return False
+        if AudioStart.is_type(event.type):
+            return await self._start(AudioStart.from_event(event), utt, conn)
+        if AudioChunk.is_type(event.type) and utt.started:
+            self._add(AudioChunk.from_event(event), utt, conn)
+            if utt.overflow and utt.blocks:
+                utt.blocks.clear()
+                limit = f"more than serve.max_utterance_s = {self.max_utterance_s:g} s of audio"
+                log.warning("wyoming client %s sent %s; dropped", conn.peer, limit)
+                await conn.write_event(Error(text=limit, code="too-long").event())
+            return True
+        if AudioStop.is_type(event.type) and utt.started:
+            del conn.state[self.KEY]
+            if not utt.overflow:
+                text = await self._transcribe(utt)
+                log.info("wyoming transcribe for %s: %r", conn.peer, text)
+                await conn.write_event(Transcript(text=text, language=utt.language or self.language).event())
+            return True
+        return False
+
+    async def _start(self, start: AudioStart, utt: _Utterance, conn: Connection) -> bool:
+        if start.width != 2 or start.channels not in (1, 2) or not RATES[0] <= start.rate <= RATES[1]:
+            del conn.state[self.KEY]
+            why = f"unsupported audio {start.rate} Hz, {start.width * 8}-bit, {start.channels} channels"
+            error = Error(text=f"{why}: send 16-bit mono or stereo PCM", code="bad-audio")
+            await conn.write_event(error.event())
+            return True
+        utt.rate, utt.channels, utt.started = start.rate, start.channels, True
+        return True
+
+    def _add(self, chunk: AudioChunk, utt: _Utterance, conn: Connection) -> None:
+        if utt.overflow:
+            return
+        # The chunk's own format must be the stream's: a mismatch would be noise.
+        if chunk.rate != utt.rate or chunk.width != 2 or chunk.channels != utt.channels:
+            log.debug("wyoming client %s: chunk format differs from audio-start; skipped", conn.peer)
+            return
+        usable = len(chunk.audio) - len(chunk.audio) % (2 * utt.channels)
+        pcm = np.frombuffer(chunk.audio[:usable], dtype="<i2").reshape(-1, utt.channels)
+        utt.samples += len(pcm)
+        if utt.samples > self.max_utterance_s * utt.rate:
+            utt.overflow = True
+            return
+        utt.blocks.append(to_int16(pcm))
+
+    async def _transcribe(self, utt: _Utterance) -> str:
+        if not utt.blocks:
+            return ""
+        pcm = np.concatenate(utt.blocks)
+        utt.blocks.clear()
+        audio = await asyncio.to_thread(resample, pcm, utt.rate, SAMPLE_RATE)
+        return await self.stt.transcribe(as_float32(audio))
+
+    async def closed(self, conn: Connection) -> None:
+        """Drop a half-received utterance."""
+        conn.state.pop(self.KEY, None)
+
+
+class HandlePart:
+    """``transcript`` → ``handled`` with IRIS's answer: the hub's fast path, tools, timers and
+    conversation (one turn at a time: every client talks to the same conversation).
+
+    When the language model is unreachable the answer is ``not-handled`` with a short
+    sentence. A client that puts ``"handled_streaming": true`` in the transcript's
+    ``context`` gets ``handled-start``, one ``handled-chunk`` per sentence as it is ready,
+    ``handled`` (the whole answer, for compatibility) and ``handled-stop``.
+    """
+
+    def __init__(
+        self, responder: Responder, *, language: str, model: str, lock: asyncio.Lock | None = None
+    ) -> None:
+        self.responder = responder
+        self.language = language
+        self.model = model
+        self._turn = lock or asyncio.Lock()
+        """Held for each turn: the daemon's voice turns hold the same one (one conversation)."""
+
+    def describe(self) -> dict[str, list[Any]]:
+        """One handle program: IRIS's conversation over its model."""
+        model = HandleModel(
+            name=self.model, attribution=OLLAMA, installed=True, languages=languages(self.language),
+            description="IRIS's answers: intent fast path, tools, timers, the language model", version=None,
+        )  # fmt: skip
+        program = HandleProgram(
+            name="iris", attribution=IRIS, installed=True, version=__version__,
+            description="IRIS voice assistant", models=[model], supports_handled_streaming=True,
+        )  # fmt: skip
+        return {"handle": [program]}
+
+    async def handle(self, event: Event, conn: Connection) -> bool:
+        """Answer a ``transcript``."""
+        if not Transcript.is_type(event.type):
+            return False
+        request = Transcript.from_event(event)
+        text = (request.text or "").strip()
+        context = request.context if isinstance(request.context, dict) else {}
+        stream = context.get(HANDLE_STREAM_KEY) is True
+        if not text:
+            await conn.write_event(NotHandled(text="I didn't catch that.").event())
+            return True
+        said: list[str] = []
+        async with self._turn:
+            try:
+                async for sentence in self.responder.sentences(text):
+                    if stream and not said:
+                        await conn.write_event(HandledStart().event())
+                    said.append(sentence)
+                    if stream:
+                        await conn.write_event(HandledChunk(text=sentence).event())
+            except LlmError as exc:
+                log.warning("wyoming handle for %s: %s [%s]", conn.peer, exc.message, exc.code)
+                if not said:
+                    await conn.write_event(NotHandled(text=NOT_REACHABLE).event())
+                    return True
+            except IrisError as exc:
+                log.warning("wyoming handle for %s: %s [%s]", conn.peer, exc.message, exc.code)
+                if not said:
+                    await conn.write_event(NotHandled(text="Sorry, something went wrong.").event())
+                    return True
+        reply = " ".join(said)
+        log.info("wyoming handle for %s: %r -> %r", conn.peer, text, reply)
+        await conn.write_event(Handled(text=reply).event())
+        if stream and said:
+            await conn.write_event(HandledStop().event())
+        return True
+
+    async def closed(self, conn: Connection) -> None:
+        """Nothing is kept per connection."""
+
+
+def service_parts(
+    app: App, *, turn_lock: asyncio.Lock | None = None, timers: TimerRouter | None = None
+) -> list[ServicePart]:
+    """The parts of ``iris serve`` in the order events are offered to them; speech parts
+    only when ``app`` has speech engines. ``turn_lock``: the lock the desktop daemon's own
+    turns hold, so a client's turn and a spoken one never share the conversation at once.
+    ``timers``: where the headless hub's finished timers go (None in the desktop daemon,
+    which says them itself) — a satellite part adds its route there. A satellite part
+    goes into this list too."""
+    cfg = app.cfg
+    parts: list[ServicePart] = []
+    if app.engines is not None:
+        limit = cfg.serve.max_utterance_s
+        parts.append(AsrPart(app.engines.stt, language=cfg.stt.language, max_utterance_s=limit))
+        parts.append(TtsPart(app.engines.tts, language=cfg.stt.language))
+    parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
+    del timers  # no part routes timers yet: the satellite part will
+    return parts
