@@ -37,7 +37,7 @@ def cmd_run(args: argparse.Namespace, cfg: Config) -> int:
 
 def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
     """``iris serve``: IRIS headless, as a Wyoming service, until SIGTERM/SIGINT."""
-    from iris_voice.app.hub import Hub
+    from iris_voice.app.headless import Hub
     from iris_voice.app.runtime import runtime_dir
     from iris_voice.config import parse
 

@@ -14,7 +14,7 @@ from wyoming.client import AsyncTcpClient
 
 from iris_voice.app.assembly import Engines
 from iris_voice.app.control import request
-from iris_voice.app.hub import Hub
+from iris_voice.app.headless import Hub
 from iris_voice.app.serve_trust import load_token, peer_allowed
 from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config, LlmConfig, ServeConfig, ToolsConfig
