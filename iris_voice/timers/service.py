@@ -17,6 +17,7 @@ once, so the user hears that earlier timers are gone.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import re
@@ -42,6 +43,20 @@ RECOVERED_MESSAGE = (
     "won't go off; the old list is kept in a file next to the new one."
 )
 """What IRIS says after the store replaced a damaged database (the log names the files)."""
+
+
+ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("iris_timer_origin", default="")
+"""Where the turn that sets a timer comes from: the hub (``app.hub``) sets a satellite's
+name around that satellite's turn, so the row remembers where to ring; "" = this machine."""
+
+Hold = Callable[[TimerRow, float], float | None]
+"""For a row due at ``now``: None to fire it now, or until when to keep it pending (its
+satellite is away; ``math.inf``: never here, it is another process's to fire)."""
+
+
+def local_only(row: TimerRow, now: float) -> float | None:
+    """The ``Hold`` of a process without satellites: a satellite's timer is the hub's."""
+    return math.inf if row.origin else None
 
 
 class Clock(Protocol):
@@ -107,6 +122,8 @@ class TimerService:
         self.resync_seconds = resync_seconds
         self.next_due: float | None = None
         """Due time of the soonest pending row as of the last check (for ``iris status``)."""
+        self.hold: Hold = lambda _row, _now: None
+        """Which due rows wait (see ``Hold``); the hub and the daemon set it."""
         self._changed = asyncio.Event()
         self._suspect = False  # a cycle failed on a damaged file: check it before the next
 
@@ -141,9 +158,13 @@ class TimerService:
     async def _add(
         self, kind: str, label: str, due_at: float, now: float, duration: float | None
     ) -> TimerRow:
-        row = await asyncio.to_thread(self.store.add, kind, label, due_at, duration=duration, created_at=now)
+        origin = ORIGIN.get()
+        row = await asyncio.to_thread(
+            self.store.add, kind, label, due_at, duration=duration, created_at=now, origin=origin
+        )
         self._changed.set()  # run() re-reads the store and re-plans its sleep
-        log.info("%s %d set: %r due %s", kind, row.id, label, self._local(due_at).isoformat())
+        log.info("%s %d set: %r due %s%s", kind, row.id, label, self._local(due_at).isoformat(),
+                 f" (from {origin})" if origin else "")  # fmt: skip
         return row
 
     async def set_timer(self, seconds: float, label: str = "") -> TimerRow:
@@ -287,12 +308,16 @@ class TimerService:
         if not await asyncio.to_thread(self.store.mark_fired, row.id, now):
             return  # cancelled or fired by someone else since we read it
         message = self._message(row, missed, now)
-        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message)
+        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message, row.origin)
         log.info("%s %d fired%s: %s", row.kind, row.id, " (missed)" if missed else "", event.message)
         try:
             self.publish(event)
         except Exception:  # a broken subscriber must not stop later timers
             log.exception("publishing %s failed", event)
+
+    def poke(self) -> None:
+        """Look at the due rows again now (a satellite came back for its held timer)."""
+        self._changed.set()
 
     async def _wait(self, delay: float | None) -> None:
         """Sleep ``delay`` seconds (forever when None) or until the set of timers changes."""
@@ -310,13 +335,18 @@ class TimerService:
     async def _fire_due(self, missed_until: float) -> float | None:
         """Fire every row due by now (missed if due by ``missed_until``); seconds to the next."""
         now = self.clock.now()
-        upcoming = []
+        upcoming: list[float] = []
         for row in await asyncio.to_thread(self.store.pending):
-            if row.due_at is not None and row.due_at <= now:
+            if row.due_at is None:
+                continue
+            until = self.hold(row, now) if row.due_at <= now else None
+            if row.due_at > now:
+                upcoming.append(row.due_at)
+            elif until is None or until <= now:
                 await self._fire(row, missed=row.due_at <= missed_until)
-            else:
-                upcoming.append(row)
-        self.next_due = upcoming[0].due_at if upcoming else None
+            elif until != math.inf:
+                upcoming.append(until)  # held for its satellite: look again when the hold ends
+        self.next_due = min(upcoming) if upcoming else None
         # measured again: reading and firing took time, and the sleep starts from now
         return None if self.next_due is None else self.next_due - self.clock.now()
 
