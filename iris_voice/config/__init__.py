@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from iris_voice.config.remote import BoostConfig, McpConfig, McpServerConfig
+from iris_voice.config.satellite import SatelliteConfig
 from iris_voice.config.sections import (
     DEFAULT_SYSTEM_PROMPT,
     AudioConfig,
@@ -42,6 +43,7 @@ __all__ = [
     "McpConfig",
     "McpServerConfig",
     "RetrievalConfig",
+    "SatelliteConfig",
     "SttConfig",
     "ToolsConfig",
     "TtsConfig",
@@ -69,6 +71,7 @@ class Config(_Section):
     mcp: McpConfig = McpConfig()
     intents: IntentsConfig = IntentsConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
+    satellite: SatelliteConfig = SatelliteConfig()
 
 
 def _message(err: dict[str, Any]) -> str:
