@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check the Ollama server, the model, tools and echo cancellation")
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
+    sat = sub.add_parser("satellite", help="be a hub's satellite in another room (mic, wake word, speaker)")
+    sat.add_argument("--hub", metavar="tcp://HOST:PORT", help="the hub (default: satellite.hub)")
+    sat.add_argument("--name", help="this satellite's room (default: satellite.name, else the host name)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
     for name, what in (
@@ -266,6 +269,7 @@ COMMANDS = {
     "ask": cmd_ask,
     "doctor": cmd_doctor,
     **{n: _voice(n) for n in "run status listen stop mute unmute forget say timers devices wake".split()},
+    "satellite": _voice("satellite"),
 }
 
 
