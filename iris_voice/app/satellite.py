@@ -206,6 +206,8 @@ class SatelliteClient:
                 self.listener.idle()
         elif kind in ("handled", "not-handled"):
             self.answers += 1
+            log.info("the hub answered%s: %r", "" if kind == "handled" else " nothing",
+                     (event.data or {}).get("text", ""))  # fmt: skip
             if kind == "not-handled" and (event.data or {}).get("text") == "stop":
                 self.sink.stop()  # "stop" silences an announcement still playing
             self._end_turn()
