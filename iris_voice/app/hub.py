@@ -49,7 +49,7 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
 from wyoming.timer import TimerFinished as WyTimerFinished
 
-from iris_voice.app.hubturn import SerialBackend, TurnResult, run_turn, speak_to
+from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
 from iris_voice.app.service_parts import Connection
 from iris_voice.audio.chime import chime
 from iris_voice.config import Config
@@ -105,6 +105,7 @@ class SatellitePart:
         publish: Callable[[IrisEvent], None] | None = None,
         local_announce: Callable[[TimerFinished], None] | None = None,
         hold_timers_s: float = 3600.0,
+        speech_jobs: int = 1,
     ) -> None:
         self.cfg = cfg
         self.registry = registry
@@ -116,6 +117,9 @@ class SatellitePart:
         self.local_announce = local_announce
         """Rings a timer on the hub's own speaker (the desktop daemon's alarms); None: no speaker."""
         self.hold_timers_s = hold_timers_s
+        self.speech_jobs = asyncio.Semaphore(speech_jobs) if speech_jobs > 0 else None
+        """Speech-model steps (a transcription, one sentence's synthesis) running at once
+        across satellites (``satellite.hub_speech_jobs``; None: no bound)."""
         self.responders: dict[str, Assistant] = {}
         """One conversation per satellite name, kept across reconnects."""
         self.connected: dict[str, Satellite] = {}
@@ -235,6 +239,7 @@ class SatellitePart:
             result = await run_turn(
                 sat.name, audio, stt=self.stt, tts=self.tts, responder=self.responder(sat.name),
                 write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
+                gate=self.speech_jobs,
             )  # fmt: skip
         except (ConnectionError, OSError) as exc:
             log.info("%s: connection lost during the turn (%s)", sat.name, exc)
@@ -286,7 +291,10 @@ class SatellitePart:
         try:
             async with sat.speaking:
                 await sat.conn.write_event(WyTimerFinished(id=str(event.timer_id)).event())
-                await speak_to(sat.conn.write_event, self.tts, _one(event.message), [], (chime(rate), rate))
+                said = one_sentence(event.message)
+                await speak_to(
+                    sat.conn.write_event, self.tts, said, [], (chime(rate), rate), self.speech_jobs
+                )
             log.info("timer %d rang on %s", event.timer_id, sat.name)
         except (ConnectionError, OSError) as exc:
             log.warning("timer %d could not ring on %s (%s)", event.timer_id, sat.name, exc)
@@ -300,7 +308,3 @@ class SatellitePart:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-async def _one(text: str) -> Any:
-    yield text

@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 CHUNK_SAMPLES = 2048
 """Samples per ``audio-chunk`` the hub sends (~93 ms at Piper's 22050 Hz)."""
 Write = Callable[[Event], Awaitable[None]]
+T = TypeVar("T")
 
 
 class SerialBackend:
@@ -94,17 +95,33 @@ async def _send_audio(write: Write, samples: np.ndarray, rate: int, started: lis
         )
 
 
-async def speak_to(write: Write, tts: Synthesizer, sentences: AsyncIterator[str], sent: list[str],
-                   lead: tuple[np.ndarray, int] | None = None) -> None:  # fmt: skip
+async def gated(gate: asyncio.Semaphore | None, job: Awaitable[T]) -> T:
+    """``job`` once ``gate`` lets one more speech job run (None: at once)."""
+    if gate is None:
+        return await job
+    async with gate:
+        return await job
+
+
+async def speak_to(
+    write: Write,
+    tts: Synthesizer,
+    sentences: AsyncIterator[str],
+    sent: list[str],
+    lead: tuple[np.ndarray, int] | None = None,
+    gate: asyncio.Semaphore | None = None,
+) -> None:
     """Synthesize each sentence as it comes and stream it as one ``audio-start`` …
-    ``audio-stop`` (``lead``, e.g. a chime, first); ``sent`` collects the sentences sent."""
+    ``audio-stop`` (``lead``, e.g. a chime, first); ``sent`` collects the sentences sent.
+    Each synthesis step waits for ``gate`` (see ``SatellitePart.speech_jobs``)."""
     started = [False]
     rate = tts.sample_rate
     try:
         if lead is not None:
             await _send_audio(write, lead[0], lead[1], started)
         async for sentence in sentences:
-            async for chunk in tts.stream(sentence):
+            chunks = tts.stream(sentence)
+            while (chunk := await gated(gate, anext(chunks, None))) is not None:
                 await _send_audio(write, chunk, rate, started)
             sent.append(sentence)
     finally:
@@ -139,17 +156,19 @@ async def run_turn(
     write: Write,
     wake_name: str,
     speaking: asyncio.Lock,
+    gate: asyncio.Semaphore | None = None,
 ) -> TurnResult:
     """Answer one utterance (int16 mono at 16 kHz) from satellite ``origin``.
 
     Sends ``transcript``, then the reply as one audio stream, then ``handled`` (the reply's
     text) — or ``not-handled`` when there was nothing to answer. ``speaking`` keeps a timer
-    announcement from cutting into the reply's audio on the same connection.
+    announcement from cutting into the reply's audio on the same connection; ``gate``
+    bounds the speech jobs running at once across satellites.
     """
     from wyoming.asr import Transcript
 
     result = TurnResult()
-    text = await stt.transcribe(audio.astype(np.float32) / 32768.0)
+    text = await gated(gate, stt.transcribe(audio.astype(np.float32) / 32768.0))
     result.text = text = strip_wake_phrase(wake_name, text)
     await write(Transcript(text=text).event())
     log.info("%s heard: %r", origin, text)
@@ -165,11 +184,11 @@ async def run_turn(
     try:
         async with speaking:
             try:
-                await speak_to(write, tts, _drain(queue, reader), result.sentences)
+                await speak_to(write, tts, _drain(queue, reader), result.sentences, gate=gate)
             except LlmError as exc:
                 log.warning("%s: language model failed: %s [%s]", origin, exc.message, exc.code)
                 result.error = exc.code
-                await speak_to(write, tts, _one(UNREACHABLE), result.sentences)
+                await speak_to(write, tts, one_sentence(UNREACHABLE), result.sentences, gate=gate)
             await write(Handled(text=" ".join(result.sentences)).event())
     except BaseException:
         await _stop(reader)
@@ -187,5 +206,6 @@ async def _stop(reader: asyncio.Task[None]) -> None:
         await reader
 
 
-async def _one(text: str) -> AsyncIterator[str]:
+async def one_sentence(text: str) -> AsyncIterator[str]:
+    """``text`` as a stream of one sentence (an announcement, an apology)."""
     yield text

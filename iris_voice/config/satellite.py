@@ -30,6 +30,10 @@ class SatelliteConfig(_Section):
     """On the hub: how long a satellite's timer that fell due while the satellite was away
     waits for it to come back (when the hub has no speaker of its own)."""
 
+    hub_speech_jobs: Annotated[int, Field(ge=0, le=64)] = 1
+    """On the hub: speech-model steps (one transcription, one sentence's synthesis) run at
+    once for all satellites; 0: no bound (many cores or a GPU)."""
+
     @field_validator("hub")
     @classmethod
     def _uri(cls, value: str) -> str:

@@ -137,10 +137,13 @@ async def run_level(port: int, n: int, questions: list[tuple[str, np.ndarray]], 
     }  # fmt: skip
 
 
-def start_hub(env: dict[str, str], workdir: Path) -> tuple[subprocess.Popen, int, Path]:
-    """The hub process; returns once its models are loaded and it listens."""
+def start_hub(env: dict[str, str], workdir: Path, jobs: int) -> tuple[subprocess.Popen, int, Path]:
+    """The hub process (``jobs``: ``satellite.hub_speech_jobs``); returns once its models
+    are loaded and it listens."""
     cfg = workdir / "hub.toml"
-    cfg.write_text('[tools]\ntimezone = "UTC"\n[llm]\nkeep_alive = "-1"\n')
+    cfg.write_text(
+        f'[tools]\ntimezone = "UTC"\n[llm]\nkeep_alive = "-1"\n[satellite]\nhub_speech_jobs = {jobs}\n'
+    )
     log = workdir / "hub.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "tools.testbed.minihub", "--config", str(cfg)],
@@ -168,22 +171,24 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def bench_set(set_name: str, levels: list[int], turns: int, model_url: str | None) -> list[dict[str, Any]]:
-    """One question set against a fresh hub at each level."""
+def bench_set(
+    set_name: str, levels: list[int], turns: int, model_url: str | None, jobs: int
+) -> list[dict[str, Any]]:
+    """One question set against a fresh hub, at each level in turn."""
     questions = utterances(SETS[set_name])
     rows = []
     with tempfile.TemporaryDirectory(prefix="iris-bench-hub-") as tmp:
         env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_STATE_HOME=str(Path(tmp) / "state"))
         env["OLLAMA_HOST"] = model_url or "http://127.0.0.1:9"  # the fast set never asks the model
-        proc, port, log = start_hub(env, Path(tmp))
+        proc, port, log = start_hub(env, Path(tmp), jobs)
         try:
             if set_name == "model":  # load the model and its prompt before measuring
                 asyncio.run(run_level(port, 1, questions[:1], 1))
             for n in levels:
                 row = asyncio.run(run_level(port, n, questions, turns))
-                row["set"] = set_name
+                row["set"], row["jobs"] = set_name, jobs
                 rows.append(row)
-                print(f"  {set_name} N={n}: {row['turns']} turns in {row['wall_s']:.1f} s, "
+                print(f"  {set_name} jobs={jobs} N={n}: {row['turns']} turns in {row['wall_s']:.1f} s, "
                       f"first audio p50 {row['p50']:.0f} ms p95 {row['p95']:.0f} ms", flush=True)  # fmt: skip
         finally:
             stop(proc)
@@ -199,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="fast,model", help="comma-separated: fast, model")
     parser.add_argument("--levels", default="1,2,3,4", help="satellites at once, comma-separated")
     parser.add_argument("--turns", type=int, default=6, help="questions per satellite per level")
+    parser.add_argument("--speech-jobs", default="1,0",
+                        help="satellite.hub_speech_jobs values to compare (0: no bound)")  # fmt: skip
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -211,21 +218,26 @@ def main(argv: list[str] | None = None) -> int:
             print("starting the Ollama-protocol test server (the real GGUF)...", flush=True)
             url = stack.enter_context(start_server()).url
         for set_name in sets:
-            rows += bench_set(set_name, levels, args.turns, url)
+            for jobs in [int(x) for x in args.speech_jobs.split(",")]:
+                rows += bench_set(set_name, levels, args.turns, url, jobs)
     print(f"\nOne hub (Whisper tiny.en, Piper joe, fast path; model: Qwen2.5-Coder-1.5B Q4_K_M on the test "
           f"server), protocol-level satellites on loopback, {args.turns} questions each per level; "
           f"{os.cpu_count()} CPU cores.")  # fmt: skip
     print("First audio: end of the question sent → first audio chunk of the answer received.\n")
-    print("| questions | satellites | turns | turns/min | first audio p50 | p95 | turn p50 | handled |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| questions | speech jobs | satellites | turns | turns/min | first audio p50 | p95 | turn p50 "
+          "| handled |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['set']} | {r['n']} | {r['turns']} | {r['turns_per_min']:.1f} | {r['p50']:.0f} ms | "
-              f"{r['p95']:.0f} ms | {r['turn_p50_s']:.2f} s | {r['handled']}/{r['turns']} |")  # fmt: skip
-    base = {r["set"]: r for r in rows if r["n"] == levels[0]}
+        print(f"| {r['set']} | {r['jobs'] or 'any'} | {r['n']} | {r['turns']} | {r['turns_per_min']:.1f} | "
+              f"{r['p50']:.0f} ms | {r['p95']:.0f} ms | {r['turn_p50_s']:.2f} s | "
+              f"{r['handled']}/{r['turns']} |")  # fmt: skip
+    base = {(r["set"], r["jobs"]): r for r in rows if r["n"] == levels[0]}
     for r in rows:
-        if r["n"] != levels[0] and r["set"] in base:
-            ratio = r["p50"] / base[r["set"]]["p50"] if base[r["set"]]["p50"] else float("nan")
-            print(f"{r['set']} N={r['n']}: first audio p50 x{ratio:.2f} of N={levels[0]}")
+        first = base.get((r["set"], r["jobs"]))
+        if r["n"] != levels[0] and first is not None and first["p50"]:
+            slower, rate = r["p50"] / first["p50"], r["turns_per_min"] / first["turns_per_min"]
+            print(f"{r['set']} jobs={r['jobs']} N={r['n']}: first audio p50 x{slower:.2f} of N={levels[0]}, "
+                  f"turns/min x{rate:.2f}")  # fmt: skip
     odd = [x for r in rows for x in r["results"] if x["end"] != "handled"]
     for x in odd[:5]:
         print(f"not handled: {x['question']} heard {x['transcript']!r} → {x['end']} {x['reply']!r}")

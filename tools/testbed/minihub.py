@@ -81,7 +81,7 @@ async def _main(args: argparse.Namespace) -> int:
     await warm_up(app.engines)
     part = SatellitePart(
         app.cfg, app.registry, app.engines.stt, app.engines.tts, publish=app.bus.publish,
-        hold_timers_s=cfg.satellite.hold_timers_s,
+        hold_timers_s=cfg.satellite.hold_timers_s, speech_jobs=cfg.satellite.hub_speech_jobs,
     )  # fmt: skip
     part.attach_timers(app.timers, app.bus.subscribe)
     uri = urlparse(args.uri)
