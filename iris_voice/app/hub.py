@@ -14,7 +14,7 @@ satellite → hub        per turn: ``run-pipeline`` (``start_stage`` asr, ``end_
 hub → satellite        ``transcript``; the reply as ``audio-start``, ``audio-chunk`` …
                        (sentence by sentence as synthesized), ``audio-stop``; then the end of
                        the turn: ``handled`` (the reply's text) or ``not-handled`` (nothing
-                       to answer: silence, "stop"; ``text`` says which)
+                       to answer: silence, "stop", over 30 s; ``text`` says which)
 satellite → hub        ``pause-satellite``: stop the turn under way (a barge-in); a new
                        ``run-pipeline`` does the same
 hub → satellite        any time: ``timer-finished`` ``{"id": "12"}`` then the chime and the
@@ -45,6 +45,7 @@ import numpy as np
 from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
+from wyoming.handle import NotHandled
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
 from wyoming.timer import TimerFinished as WyTimerFinished
@@ -85,6 +86,8 @@ class Satellite:
     audio: list[bytes] | None = None
     """The utterance being received (``audio-start`` … ``audio-stop``), or None."""
     converter: AudioChunkConverter | None = None
+    received: int = 0
+    """Bytes of the utterance so far."""
     wake_name: str = ""
     """The wake word of the current turn (``run-pipeline``'s ``wake_word_name``)."""
     turn: asyncio.Task[TurnResult] | None = None
@@ -156,7 +159,7 @@ class SatellitePart:
                 )
                 return True
             sat.wake_name = run.wake_word_name or self.cfg.wake.model
-            sat.audio = []
+            sat.audio, sat.received = [], 0
             return True
         if PauseSatellite.is_type(event.type):
             self._stop_turn(sat, "pause-satellite")
@@ -170,14 +173,17 @@ class SatellitePart:
             chunk = AudioChunk.from_event(event)
             if sat.converter is not None:
                 chunk = sat.converter.convert(chunk)
-            sat.audio.append(chunk.audio)
-            if sum(map(len, sat.audio)) > MAX_UTTERANCE_S * 32000:
-                log.warning("%s: utterance over %.0f s, dropped", sat.name, MAX_UTTERANCE_S)
-                sat.audio = None
+            sat.received += len(chunk.audio)
+            if sat.received <= MAX_UTTERANCE_S * 32000:  # beyond: swallowed, then refused
+                sat.audio.append(chunk.audio)
             return True
         if AudioStop.is_type(event.type):
             audio = np.frombuffer(b"".join(sat.audio), dtype=np.int16)
-            sat.audio = None
+            too_long, sat.audio = sat.received > MAX_UTTERANCE_S * 32000, None
+            if too_long:
+                log.warning("%s: an utterance over %.0f s, not answered", sat.name, MAX_UTTERANCE_S)
+                await conn.write_event(NotHandled(text="too long").event())
+                return True
             sat.turn = self._spawn(self._turn(sat, audio), f"satellite-{sat.name}")
             return True
         return False

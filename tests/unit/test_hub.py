@@ -129,6 +129,7 @@ async def test_silence_and_stop_end_with_not_handled(hub) -> None:
     async with Sat(port, "kitchen") as sat:
         assert (await sat.ask("stop"))[1:] == ("stop", 0, ["transcript", "not-handled"])
         assert (await sat.ask(""))[1] == "nothing was said"
+        assert (await sat.ask("x" * 31 * 32000))[1:3] == ("too long", 0)  # 31 s: never transcribed
     assert backend.requests == []
 
 
