@@ -167,10 +167,11 @@ bench-mcp: setup
 # software guard only and PipeWire's canceller), then the wake word and speech-to-text on
 # the human recordings (bench-wake, bench-human-speech).
 # One hub serving 1-4 satellites at once (protocol-level satellites sending spoken fixtures):
-# turns per minute and first audio p50/p95, fast-path questions then questions for the model.
+# turns per minute and first audio p50/p95; fast-path questions with satellite.hub_speech_jobs
+# 1 and unbounded side by side, then questions only the model answers (under the LLM lock).
 bench-hub: setup
 	$(BIN)/python -m tools.bench.wyoming_hub --sets fast
-	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.wyoming_hub --sets model --turns 3
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.wyoming_hub --sets model --turns 3 --speech-jobs 1
 
 bench-rooms: setup audio-deps
 	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))

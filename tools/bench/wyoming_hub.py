@@ -172,29 +172,40 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def bench_set(
-    set_name: str, levels: list[int], turns: int, model_url: str | None, jobs: int
+    set_name: str, levels: list[int], turns: int, model_url: str | None, jobs_list: list[int]
 ) -> list[dict[str, Any]]:
-    """One question set against a fresh hub, at each level in turn."""
+    """One question set: a hub per ``satellite.hub_speech_jobs`` value, all started first,
+    then at each level every hub in turn, so a machine whose load drifts (shared cores)
+    touches the compared hubs alike."""
     questions = utterances(SETS[set_name])
     rows = []
     with tempfile.TemporaryDirectory(prefix="iris-bench-hub-") as tmp:
-        env = dict(os.environ, PYTHONUNBUFFERED="1", XDG_STATE_HOME=str(Path(tmp) / "state"))
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
         env["OLLAMA_HOST"] = model_url or "http://127.0.0.1:9"  # the fast set never asks the model
-        proc, port, log = start_hub(env, Path(tmp), jobs)
+        hubs = {}
         try:
-            if set_name == "model":  # load the model and its prompt before measuring
-                asyncio.run(run_level(port, 1, questions[:1], 1))
+            for jobs in jobs_list:
+                work = Path(tmp) / f"jobs{jobs}"
+                work.mkdir()
+                env["XDG_STATE_HOME"] = str(work / "state")
+                hubs[jobs] = start_hub(env, work, jobs)
+                if set_name == "model":  # load the model and its prompt before measuring
+                    asyncio.run(run_level(hubs[jobs][1], 1, questions[:1], 1))
             for n in levels:
-                row = asyncio.run(run_level(port, n, questions, turns))
-                row["set"], row["jobs"] = set_name, jobs
-                rows.append(row)
-                print(f"  {set_name} jobs={jobs} N={n}: {row['turns']} turns in {row['wall_s']:.1f} s, "
-                      f"first audio p50 {row['p50']:.0f} ms p95 {row['p95']:.0f} ms", flush=True)  # fmt: skip
+                for jobs, (_proc, port, _log) in hubs.items():
+                    row = asyncio.run(run_level(port, n, questions, turns))
+                    row["set"], row["jobs"] = set_name, jobs
+                    rows.append(row)
+                    print(f"  {set_name} jobs={jobs} N={n}: {row['turns']} turns in {row['wall_s']:.1f} s, "
+                          f"first audio p50 {row['p50']:.0f} ms p95 {row['p95']:.0f} ms",
+                          flush=True)  # fmt: skip
         finally:
-            stop(proc)
-            hub_errors = [ln for ln in log.read_text(errors="replace").splitlines() if "Traceback" in ln]
-            if hub_errors:
-                print(f"  the hub logged {len(hub_errors)} tracebacks (see its log)", file=sys.stderr)
+            for proc, _port, log in hubs.values():
+                stop(proc)
+                tracebacks = log.read_text(errors="replace").count("Traceback")
+                if tracebacks:
+                    print(f"  a hub logged {tracebacks} tracebacks ({log})", file=sys.stderr)
+    rows.sort(key=lambda r: (r["jobs"] == 0, r["n"]))
     return rows
 
 
@@ -218,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             print("starting the Ollama-protocol test server (the real GGUF)...", flush=True)
             url = stack.enter_context(start_server()).url
         for set_name in sets:
-            for jobs in [int(x) for x in args.speech_jobs.split(",")]:
-                rows += bench_set(set_name, levels, args.turns, url, jobs)
+            rows += bench_set(
+                set_name, levels, args.turns, url, [int(x) for x in args.speech_jobs.split(",")]
+            )
     print(f"\nOne hub (Whisper tiny.en, Piper joe, fast path; model: Qwen2.5-Coder-1.5B Q4_K_M on the test "
           f"server), protocol-level satellites on loopback, {args.turns} questions each per level; "
           f"{os.cpu_count()} CPU cores.")  # fmt: skip
