@@ -150,7 +150,7 @@ class SatelliteClient:
                 delay = min(delay * 2, self.cfg.satellite.reconnect_max_s)
                 continue
             delay = 1.0
-            self.client = client
+            self.client, self._skip = client, False
             self.connected.set()
             if self._lost_since is not None:
                 log.warning("the hub at %s:%s is back (away %.0f s)", self.host, self.port,
@@ -191,7 +191,7 @@ class SatelliteClient:
             log.info("the hub heard: %r", (event.data or {}).get("text", ""))
             return
         if self._skip:
-            return  # the rest of an interrupted answer
+            return  # sent before the new question's transcript: the rest of an earlier answer
         if kind == "audio-start":
             self._rate = AudioStart.from_event(event).rate
             self._playing = True
@@ -222,7 +222,7 @@ class SatelliteClient:
                 await self._chimes()
 
     def _end_turn(self) -> None:
-        self._in_turn = False
+        self._in_turn = self._skip = False
         if not self._playing:
             self.listener.idle()
 
@@ -248,10 +248,10 @@ class SatelliteClient:
             if isinstance(heard, BargeIn):
                 dropped = self.sink.stop()
                 log.info("barge-in (%s): %.2f s of the answer dropped", heard.how, dropped)
-                self._playing = False
+                self._playing = False  # the rest of that audio stream is not played
                 if self._in_turn:
                     await self._send(PauseSatellite().event())
-                self._in_turn, self._skip = False, True
+                self._in_turn = False
             elif isinstance(heard, UtteranceReady):
                 await self._ask(heard.utterance.audio, heard.utterance.trigger)
 

@@ -14,7 +14,17 @@ from iris_voice.app.satellite import CHIME_RATE, SatelliteClient, error_chimes, 
 from iris_voice.config import Config
 from iris_voice.events import EventBus
 from iris_voice.voice.listener import Listener
-from tests.support.fakes_audio import SILENCE, SPEECH, WAKE, FakeSink, FakeStt, FakeVad, FakeWake, frames
+from tests.support.fakes_audio import (
+    SILENCE,
+    SPEECH,
+    WAKE,
+    FakeSink,
+    FakeStt,
+    FakeTts,
+    FakeVad,
+    FakeWake,
+    frames,
+)
 from tests.support.hub_helpers import EchoBackend, make_part
 from tools.testbed.minihub import start_hub
 
@@ -136,3 +146,32 @@ def test_a_bad_hub_address_names_the_key() -> None:
         parse({"satellite": {"hub": "http://kitchen:80"}})
     with pytest.raises(ValueError, match="satellite.hub"):
         SatelliteClient(CFG, "kitchen:10700", "x", None, FakeSink())  # type: ignore[arg-type]
+
+
+async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Tell me a long story.", "What time is it in Tokyo?")
+    part.tts = FakeTts(2.0)  # 2 s a sentence
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=1.0), LiveSource()  # plays in real time
+    sat = make_satellite(port, sink)
+    task = asyncio.create_task(sat.run(source))
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: bool(sink.clips))  # the answer plays
+        source.say(*question())  # "hey jarvis" over the answer, then the next question
+        await wait_for(lambda: sink.stops >= 1)
+        assert sink.played_seconds() < 1.0  # cut off: the answer is two sentences of 2 s
+        await wait_for(lambda: sat.answers >= 1 and part.turns[-1][1].text.endswith("Tokyo?"))
+        # the story's turn was stopped on the hub too (pause-satellite) unless it had ended
+        assert [r.text for _name, r in part.turns][-1] == "What time is it in Tokyo?"
+        history = part.responders["kitchen"].conversation.messages()
+        asked = [m["content"] for m in history if m["role"] == "user"]
+        assert asked[-1] == "What time is it in Tokyo?"
+    finally:
+        task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
