@@ -247,14 +247,14 @@ class SatellitePart:
                 write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
                 gate=self.speech_jobs,
             )  # fmt: skip
-        except (ConnectionError, OSError) as exc:
+        except (ConnectionError, OSError) as exc:  # the satellite went away: nobody to answer
             log.info("%s: connection lost during the turn (%s)", sat.name, exc)
-            raise
-        except Exception:
+            return TurnResult(error="connection lost")
+        except Exception:  # logged here: a task's exception must not wait for the GC to be seen
             log.exception("%s: turn failed", sat.name)
             with contextlib.suppress(ConnectionError, OSError):
                 await sat.conn.write_event(Error(text="the hub failed to answer", code="turn-failed").event())
-            raise
+            return TurnResult(error="turn failed")
         self.turns = [*self.turns[-49:], (sat.name, result)]
         return result
 
@@ -306,6 +306,8 @@ class SatellitePart:
             log.warning("timer %d could not ring on %s (%s)", event.timer_id, sat.name, exc)
             if self.local_announce is not None:
                 self.local_announce(event)
+        except Exception:  # a failed synthesis must not go unseen
+            log.exception("timer %d could not ring on %s", event.timer_id, sat.name)
 
     async def aclose(self) -> None:
         """Cancel the turns and announcements under way."""
