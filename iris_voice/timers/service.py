@@ -38,6 +38,8 @@ RETRY_SECONDS = 5.0
 """How long run() waits before reading the store again after a failed cycle (the first time)."""
 MAX_RETRY_SECONDS = 60.0
 """The longest wait between retries: each failure in a row doubles the wait up to this."""
+LATE_SECONDS = 60.0
+"""A satellite's timer rung this long after it fell due (it waited for the satellite) says so."""
 RECOVERED_MESSAGE = (
     "My timer list was damaged, so I started a new one. Timers and reminders set before "
     "won't go off; the old list is kept in a file next to the new one."
@@ -146,6 +148,12 @@ class TimerService:
 
     def _message(self, row: TimerRow, missed: bool, now: float) -> str:
         """The sentence spoken when a row fires."""
+        if missed and row.origin:  # it waited for its satellite (the hub's Hold)
+            when = speak_when(self._local(row.due_at or now), self._local(now))
+            away = "While this speaker was offline,"
+            if row.kind == "reminder":
+                return f"{away} a reminder was due {when}: {row.label or 'no message'}."
+            return f"{away} {noun(row, 'your')} went off {when}."
         if missed:
             when = speak_when(self._local(row.due_at or now), self._local(now))
             if row.kind == "reminder":
@@ -343,7 +351,8 @@ class TimerService:
             if row.due_at > now:
                 upcoming.append(row.due_at)
             elif until is None or until <= now:
-                await self._fire(row, missed=row.due_at <= missed_until)
+                late = bool(row.origin) and now - row.due_at > LATE_SECONDS  # held for its satellite
+                await self._fire(row, missed=row.due_at <= missed_until or late)
             elif until != math.inf:
                 upcoming.append(until)  # held for its satellite: look again when the hold ends
         self.next_due = min(upcoming) if upcoming else None

@@ -130,3 +130,22 @@ async def test_the_desktops_alarms_ignore_a_satellites_timer_unless_handed_over(
         await asyncio.sleep(0.01)
     task.cancel()
     assert said == ["Your eggs timer is done."]
+
+
+async def test_a_satellites_timer_held_while_it_was_away_says_when_it_went_off(h: Harness) -> None:
+    away = {"kitchen"}
+    h.service.hold = lambda row, now: (row.due_at or now) + 3600 if row.origin in away else None
+    token = ORIGIN.set("kitchen")
+    try:
+        await h.service.set_timer(60, "pasta")
+    finally:
+        ORIGIN.reset(token)
+    await h.start(idle=False)
+    h.clock.advance(60 + 600)  # due 10 minutes ago; the kitchen is still away
+    await h.clock.sleeping_until(T0 + 60 + 3600)  # run() plans to look again when the hold ends
+    h.assert_no_event()
+    away.clear()  # the kitchen is back
+    h.service.poke()
+    event = await h.next_event()
+    assert (event.origin, event.missed) == ("kitchen", True)
+    assert event.message == "While this speaker was offline, your pasta timer went off at 3:01 PM."
