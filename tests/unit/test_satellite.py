@@ -175,3 +175,28 @@ async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(
         await part.aclose()
         await server.stop()
         timers.store.close()
+
+
+async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Set a timer for one second.")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = make_satellite(port, sink)
+    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        answer = sum(sink.clips)
+        # the chime (0.6 s) and the sentence (FakeTts: 0.2 s), both at the hub's 16 kHz
+        await wait_for(lambda: sum(sink.clips) - answer >= 12000, timeout=5.0)
+        assert [r.state for r in await timers.list()] == []  # rung, not left pending
+        assert part.turns[-1][1].text == "Set a timer for one second."
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
