@@ -34,6 +34,7 @@ from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.events import EventBus
+from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.heard import BargeIn, Heard, UtteranceReady
 from iris_voice.voice.listener import Listener
 
@@ -196,6 +197,8 @@ class SatelliteClient:
             self._rate = AudioStart.from_event(event).rate
             self._playing = True
             self.listener.answering()  # the wake word now interrupts
+            if self.listener.guard is not None:
+                self.listener.guard.saying("")  # the words stay on the hub; the timing is what counts
         elif kind == "audio-chunk" and self._playing:
             chunk = AudioChunk.from_event(event)
             await self.sink.play(np.frombuffer(chunk.audio, np.int16), chunk.rate)
@@ -293,6 +296,10 @@ async def run_satellite(
     bus = EventBus()
     engines = listening_engines(cfg)
     listener = build_listener(cfg, engines, bus.publish)
+    # Its own speaker is in the room: no follow-up question from the answer's echo tail.
+    listener.guard = EchoGuard(cfg.wake.model)
+    off = cfg.audio.echo_cancel == "off"
+    listener.guard.use("off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard")
     if source is None or sink is None:
         from iris_voice.audio.capture import MicCapture
         from iris_voice.audio.playback import SpeakerSink

@@ -47,7 +47,7 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
                OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip  # the fast path answers: no model
     hub_cfg = write_config(tmp_path / "hub.toml", {"tools": {"timezone": tz}})
     sat_cfg = write_config(tmp_path / "satellite.toml", {
-        "audio": {"notifications": False, "echo_cancel": "off"}, "satellite": {"name": "kitchen"},
+        "audio": {"notifications": False}, "satellite": {"name": "kitchen"},
     })  # fmt: skip
     procs = []
     try:
