@@ -199,3 +199,25 @@ def test_hold_rules(tmp_path: Path) -> None:
     part.local_announce = lambda _e: None
     assert part.hold(Row(""), 1000.0) is None and part.hold(Row("kitchen"), 1000.0) is None
     timers.store.close()
+
+
+async def test_a_model_that_is_gone_is_said_and_the_turn_still_ends(tmp_path: Path) -> None:
+    from iris_voice.errors import LlmError
+    from iris_voice.voice.pipeline import UNREACHABLE
+
+    class GoneBackend(EchoBackend):
+        async def stream(self, messages, tools, options=None):  # type: ignore[override]
+            raise LlmError("llm-unreachable", "cannot reach the model at http://127.0.0.1:9")
+            yield  # an async generator, like the real one
+
+    part, timers, _bus = make_part(tmp_path, GoneBackend())
+    server, port = await start_hub([part])
+    try:
+        async with Sat(port, "kitchen") as sat:
+            transcript, reply, audio, types = await sat.ask("Who wrote Hamlet?")
+    finally:
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+    assert transcript == "Who wrote Hamlet?" and reply == UNREACHABLE and audio > 0
+    assert types[-1] == "handled" and part.turns[-1][1].error == "llm-unreachable"
