@@ -27,7 +27,7 @@ from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.events import LlmUnavailable
-from iris_voice.timers.service import local_only
+from iris_voice.timers.origin import local_only
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.pipeline import VoicePipeline

@@ -28,7 +28,7 @@ from iris_voice.errors import LlmError
 from iris_voice.llm.client import ChatBackend, ChatChunk
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
-from iris_voice.timers.service import ORIGIN
+from iris_voice.timers.origin import ORIGIN
 from iris_voice.voice.pipeline import UNREACHABLE, is_stop_command, strip_wake_phrase
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ once, so the user hears that earlier timers are gone.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import math
 import re
@@ -29,6 +28,7 @@ from typing import Protocol
 from iris_voice.errors import ToolError
 from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
 from iris_voice.timers.dbfile import is_damage
+from iris_voice.timers.origin import ORIGIN, Hold
 from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
 from iris_voice.timers.store import Recovery, TimerRow, TimerStore
 
@@ -45,20 +45,6 @@ RECOVERED_MESSAGE = (
     "won't go off; the old list is kept in a file next to the new one."
 )
 """What IRIS says after the store replaced a damaged database (the log names the files)."""
-
-
-ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("iris_timer_origin", default="")
-"""Where the turn that sets a timer comes from: the hub (``app.hub``) sets a satellite's
-name around that satellite's turn, so the row remembers where to ring; "" = this machine."""
-
-Hold = Callable[[TimerRow, float], float | None]
-"""For a row due at ``now``: None to fire it now, or until when to keep it pending (its
-satellite is away; ``math.inf``: never here, it is another process's to fire)."""
-
-
-def local_only(row: TimerRow, now: float) -> float | None:
-    """The ``Hold`` of a process without satellites: a satellite's timer is the hub's."""
-    return math.inf if row.origin else None
 
 
 class Clock(Protocol):

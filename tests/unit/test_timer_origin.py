@@ -10,7 +10,7 @@ from pathlib import Path
 
 from iris_voice.config import AudioConfig
 from iris_voice.events import TimerFinished
-from iris_voice.timers.service import ORIGIN, local_only
+from iris_voice.timers.origin import ORIGIN, local_only
 from iris_voice.timers.store import SCHEMA_VERSION, TimerStore
 from iris_voice.voice.alarms import AlarmAnnouncer
 from tests.support.timer_harness import T0, Harness
