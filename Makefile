@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt
+.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -166,6 +166,13 @@ bench-mcp: setup
 # microphone: self-triggered turns, talking over IRIS, with echo cancellation off, the
 # software guard only and PipeWire's canceller), then the wake word and speech-to-text on
 # the human recordings (bench-wake, bench-human-speech).
+# One hub serving 1-4 satellites at once (protocol-level satellites sending spoken fixtures):
+# turns per minute and first audio p50/p95; fast-path questions with satellite.hub_speech_jobs
+# 1 and unbounded side by side, then questions only the model answers (under the LLM lock).
+bench-hub: setup
+	$(BIN)/python -m tools.bench.wyoming_hub --sets fast
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.wyoming_hub --sets model --turns 3 --speech-jobs 1
+
 bench-rooms: setup audio-deps
 	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))
 	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))

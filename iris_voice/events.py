@@ -127,6 +127,8 @@ class TimerFinished(Event):
     """True when it fell due while IRIS was not running."""
     message: str
     """A sentence to speak, e.g. "Your pasta timer is done."."""
+    origin: str = ""
+    """The satellite it was set from, where it rings (``app.hub``); "" for this machine."""
 
 
 @dataclass(frozen=True)

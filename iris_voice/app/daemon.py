@@ -30,6 +30,7 @@ from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.errors import LlmError
 from iris_voice.events import LlmUnavailable
+from iris_voice.timers.origin import local_only
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.pipeline import VoicePipeline
@@ -85,6 +86,8 @@ class Daemon:
             on_ringing=listener.alarm_ringing,
         )  # fmt: skip
         self.bus.subscribe(self.alarms.on_event)
+        # A satellite's timer is the hub's to fire (iris serve); this daemon leaves it pending.
+        self.app.timers.hold = local_only
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()
         # serve.enabled: the same Wyoming service as ``iris serve``, over this daemon's parts

@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
     sv = sub.add_parser("serve", help="run IRIS headless as a Wyoming service for other machines ([serve])")
     sv.add_argument("--uri", help="instead of serve.uri, e.g. tcp://0.0.0.0:10700 (needs allow or token)")
+    sat = sub.add_parser("satellite", help="be a hub's satellite in another room (mic, wake word, speaker)")
+    sat.add_argument("--hub", metavar="tcp://HOST:PORT", help="the hub (default: satellite.hub)")
+    sat.add_argument("--name", help="this satellite's room (default: satellite.name, else the host name)")
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
     for name, what in (
@@ -281,7 +284,7 @@ COMMANDS = {
     "ask": cmd_ask,
     "doctor": cmd_doctor,
     **{n: _voice(n) for n in "run serve status listen stop mute unmute forget say".split()},
-    **{n: _voice(n) for n in "timers devices wake".split()},
+    **{n: _voice(n) for n in "timers devices wake satellite".split()},
 }
 
 

@@ -51,6 +51,13 @@ def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
     return asyncio.run(main())
 
 
+def cmd_satellite(args: argparse.Namespace, cfg: Config) -> int:
+    """Run as a satellite of the hub in ``--hub`` (or ``satellite.hub``) until SIGTERM/SIGINT."""
+    from iris_voice.app.satellite import run_satellite
+
+    return asyncio.run(run_satellite(cfg, args.hub, args.name))
+
+
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
     answer = request(cmd, timeout=timeout, **fields)
     if not answer.get("ok"):

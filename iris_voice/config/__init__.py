@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from iris_voice.config.remote import BoostConfig, McpConfig, McpServerConfig
+from iris_voice.config.satellite import SatelliteConfig
 from iris_voice.config.sections import (
     DEFAULT_SYSTEM_PROMPT,
     AudioConfig,
@@ -44,6 +45,7 @@ __all__ = [
     "McpServerConfig",
     "RetrievalConfig",
     "ServeConfig",
+    "SatelliteConfig",
     "SttConfig",
     "ToolsConfig",
     "TtsConfig",
@@ -72,6 +74,7 @@ class Config(_Section):
     intents: IntentsConfig = IntentsConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     serve: ServeConfig = ServeConfig()
+    satellite: SatelliteConfig = SatelliteConfig()
 
 
 def _message(err: dict[str, Any]) -> str:

@@ -18,6 +18,8 @@ from iris_voice.timers.parse import MAX_DURATION
 KINDS = ("timer", "reminder")
 STATES = ("pending", "paused", "fired", "cancelled")
 
+MAX_ORIGIN = 64
+"""The longest satellite name a row may name as its origin."""
 MAX_LABEL = 500
 """The longest label or reminder message, in characters (about half a minute of speech)."""
 LATEST = 32_503_680_000.0
@@ -48,6 +50,8 @@ class TimerRow:
     """When it was announced, or None."""
     remaining: float | None = None
     """Seconds left while paused; None otherwise."""
+    origin: str = ""
+    """The satellite it was set from (its name), where it fires; "" for this machine."""
 
     @property
     def paused(self) -> bool:
@@ -75,7 +79,10 @@ def _moment(value: object) -> bool:
 
 def row_problem(values: tuple[object, ...]) -> str | None:
     """Why the raw column values of one row (``store._COLUMNS`` order) cannot be used, or None."""
-    _id, kind, label, created_at, due_at, duration, state, fired_at, remaining = values
+    _id, kind, label, created_at, due_at, duration, state, fired_at, remaining, *rest = values
+    origin = rest[0] if rest else ""
+    if not isinstance(origin, str) or len(origin) > MAX_ORIGIN:
+        return f"origin {origin!r} is not a satellite name"
     if kind not in KINDS:
         return f"kind {kind!r} is not one of {KINDS}"
     if state not in STATES:
@@ -107,7 +114,7 @@ def make_row(values: tuple[object, ...]) -> TimerRow:
     def num(v: object) -> float | None:
         return None if v is None else float(v)  # type: ignore[arg-type]  # checked numbers
 
-    row_id, kind, label, created_at, due_at, duration, state, fired_at, remaining = values
+    row_id, kind, label, created_at, due_at, duration, state, fired_at, remaining, *rest = values
     return TimerRow(
         int(row_id),  # type: ignore[call-overload]  # INTEGER PRIMARY KEY: always an int
         str(kind),
@@ -118,4 +125,5 @@ def make_row(values: tuple[object, ...]) -> TimerRow:
         str(state),
         num(fired_at),
         num(remaining),
+        str(rest[0]) if rest else "",
     )

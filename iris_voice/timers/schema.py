@@ -5,11 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the current layout; 0 is the first one (no pausing)."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the current layout; 0 is the first one (no pausing), 1 added
+pausing, 2 the origin (the satellite a timer was set from)."""
 
 # Version 1: a paused timer keeps its seconds left in ``remaining`` and has no due time,
 # so due_at may be NULL and the state may be 'paused'.
+# Version 2: ``origin`` names the satellite the timer was set from ('' = this machine), so
+# it fires there (app.hub); a plain ADD COLUMN, no rebuild.
 _TABLE = """
 CREATE TABLE {name} (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -21,11 +24,13 @@ CREATE TABLE {name} (
     state TEXT NOT NULL DEFAULT 'pending'
         CHECK (state IN ('pending', 'paused', 'fired', 'cancelled')),
     fired_at REAL,
-    remaining REAL CHECK (remaining IS NOT NULL OR state != 'paused')
+    remaining REAL CHECK (remaining IS NOT NULL OR state != 'paused'),
+    origin TEXT NOT NULL DEFAULT ''
 )"""
 _INDEX = "CREATE INDEX IF NOT EXISTS timers_pending ON timers (state, due_at)"
 V0_COLUMNS = "id, kind, label, created_at, due_at, duration, state, fired_at"
-COLUMNS = V0_COLUMNS + ", remaining"
+V1_COLUMNS = V0_COLUMNS + ", remaining"
+COLUMNS = V1_COLUMNS + ", origin"
 """The columns of ``timers`` in ``TimerRow`` order."""
 
 # Rows that failed rows.row_problem, kept as they were (no types: nothing is converted)
@@ -73,7 +78,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             )
         if not exists:
             conn.execute(_TABLE.format(name="timers"))
-        elif version == 0:
+        elif version == 0:  # rebuilt straight into the current table (origin '' for all)
             seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'timers'").fetchone()
             conn.execute(_TABLE.format(name="timers_v1"))
             conn.execute(f"INSERT INTO timers_v1 ({V0_COLUMNS}) SELECT {V0_COLUMNS} FROM timers")
@@ -81,6 +86,12 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute("ALTER TABLE timers_v1 RENAME TO timers")
             if seq is not None:
                 conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'timers'", seq)
+        elif version == 1:
+            conn.execute("ALTER TABLE timers ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
+        if exists and has_table(conn, "timers_rejected"):
+            names = [str(r[1]) for r in conn.execute("PRAGMA table_info(timers_rejected)")]
+            if "origin" not in names:  # rows set aside by version 1 keep their place; origin ''
+                conn.execute("ALTER TABLE timers_rejected ADD COLUMN origin")
         conn.execute(_INDEX)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")

@@ -28,6 +28,7 @@ from typing import Protocol
 from iris_voice.errors import ToolError
 from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
 from iris_voice.timers.dbfile import is_damage
+from iris_voice.timers.origin import ORIGIN, Hold
 from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
 from iris_voice.timers.store import Recovery, TimerRow, TimerStore
 
@@ -37,6 +38,8 @@ RETRY_SECONDS = 5.0
 """How long run() waits before reading the store again after a failed cycle (the first time)."""
 MAX_RETRY_SECONDS = 60.0
 """The longest wait between retries: each failure in a row doubles the wait up to this."""
+LATE_SECONDS = 60.0
+"""A satellite's timer rung this long after it fell due (it waited for the satellite) says so."""
 RECOVERED_MESSAGE = (
     "My timer list was damaged, so I started a new one. Timers and reminders set before "
     "won't go off; the old list is kept in a file next to the new one."
@@ -107,6 +110,8 @@ class TimerService:
         self.resync_seconds = resync_seconds
         self.next_due: float | None = None
         """Due time of the soonest pending row as of the last check (for ``iris status``)."""
+        self.hold: Hold = lambda _row, _now: None
+        """Which due rows wait (see ``Hold``); the hub and the daemon set it."""
         self._changed = asyncio.Event()
         self._suspect = False  # a cycle failed on a damaged file: check it before the next
 
@@ -129,6 +134,12 @@ class TimerService:
 
     def _message(self, row: TimerRow, missed: bool, now: float) -> str:
         """The sentence spoken when a row fires."""
+        if missed and row.origin:  # it waited for its satellite (the hub's Hold)
+            when = speak_when(self._local(row.due_at or now), self._local(now))
+            away = "While this speaker was offline,"
+            if row.kind == "reminder":
+                return f"{away} a reminder was due {when}: {row.label or 'no message'}."
+            return f"{away} {noun(row, 'your')} went off {when}."
         if missed:
             when = speak_when(self._local(row.due_at or now), self._local(now))
             if row.kind == "reminder":
@@ -141,9 +152,13 @@ class TimerService:
     async def _add(
         self, kind: str, label: str, due_at: float, now: float, duration: float | None
     ) -> TimerRow:
-        row = await asyncio.to_thread(self.store.add, kind, label, due_at, duration=duration, created_at=now)
+        origin = ORIGIN.get()
+        row = await asyncio.to_thread(
+            self.store.add, kind, label, due_at, duration=duration, created_at=now, origin=origin
+        )
         self._changed.set()  # run() re-reads the store and re-plans its sleep
-        log.info("%s %d set: %r due %s", kind, row.id, label, self._local(due_at).isoformat())
+        log.info("%s %d set: %r due %s%s", kind, row.id, label, self._local(due_at).isoformat(),
+                 f" (from {origin})" if origin else "")  # fmt: skip
         return row
 
     async def set_timer(self, seconds: float, label: str = "") -> TimerRow:
@@ -287,12 +302,16 @@ class TimerService:
         if not await asyncio.to_thread(self.store.mark_fired, row.id, now):
             return  # cancelled or fired by someone else since we read it
         message = self._message(row, missed, now)
-        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message)
+        event = TimerFinished(row.id, row.kind, row.label, row.due_at or now, missed, message, row.origin)
         log.info("%s %d fired%s: %s", row.kind, row.id, " (missed)" if missed else "", event.message)
         try:
             self.publish(event)
         except Exception:  # a broken subscriber must not stop later timers
             log.exception("publishing %s failed", event)
+
+    def poke(self) -> None:
+        """Look at the due rows again now (a satellite came back for its held timer)."""
+        self._changed.set()
 
     async def _wait(self, delay: float | None) -> None:
         """Sleep ``delay`` seconds (forever when None) or until the set of timers changes."""
@@ -310,13 +329,19 @@ class TimerService:
     async def _fire_due(self, missed_until: float) -> float | None:
         """Fire every row due by now (missed if due by ``missed_until``); seconds to the next."""
         now = self.clock.now()
-        upcoming = []
+        upcoming: list[float] = []
         for row in await asyncio.to_thread(self.store.pending):
-            if row.due_at is not None and row.due_at <= now:
-                await self._fire(row, missed=row.due_at <= missed_until)
-            else:
-                upcoming.append(row)
-        self.next_due = upcoming[0].due_at if upcoming else None
+            if row.due_at is None:
+                continue
+            until = self.hold(row, now) if row.due_at <= now else None
+            if row.due_at > now:
+                upcoming.append(row.due_at)
+            elif until is None or until <= now:
+                late = bool(row.origin) and now - row.due_at > LATE_SECONDS  # held for its satellite
+                await self._fire(row, missed=row.due_at <= missed_until or late)
+            elif until != math.inf:
+                upcoming.append(until)  # held for its satellite: look again when the hold ends
+        self.next_due = min(upcoming) if upcoming else None
         # measured again: reading and firing took time, and the sleep starts from now
         return None if self.next_due is None else self.next_due - self.clock.now()
 

@@ -218,7 +218,10 @@ class TimerStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.execute(REJECTED_TABLE)
-                keep = f"INSERT INTO timers_rejected SELECT {COLUMNS}, ?, ? FROM timers WHERE id = ?"
+                keep = (
+                    f"INSERT INTO timers_rejected ({COLUMNS}, reason, rejected_at) "
+                    f"SELECT {COLUMNS}, ?, ? FROM timers WHERE id = ?"
+                )
                 self._conn.execute(keep, (problem, time.time(), row_id))
                 self._conn.execute("DELETE FROM timers WHERE id = ?", (row_id,))
                 self._conn.execute("COMMIT")
@@ -246,16 +249,20 @@ class TimerStore:
         *,
         duration: float | None = None,
         created_at: float | None = None,
+        origin: str = "",
     ) -> TimerRow:
         """Store a new pending timer or reminder and return it; ``ValueError`` for values
-        no row may hold (a kind, a time or a label that reading it back would reject)."""
+        no row may hold (a kind, a time or a label that reading it back would reject).
+        ``origin`` names the satellite it was set from ("" = this machine)."""
         created = time.time() if created_at is None else created_at
-        if problem := row_problem((0, kind, label, created, due_at, duration, "pending", None, None)):
+        values = (0, kind, label, created, due_at, duration, "pending", None, None, origin)
+        if problem := row_problem(values):
             raise ValueError(f"cannot store this {kind}: {problem}")
         with self._lock:
             cur = self._conn.execute(
-                "INSERT INTO timers (kind, label, created_at, due_at, duration) VALUES (?, ?, ?, ?, ?)",
-                (kind, label, created, due_at, duration),
+                "INSERT INTO timers (kind, label, created_at, due_at, duration, origin) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (kind, label, created, due_at, duration, origin),
             )
             row_id = cur.lastrowid
         row = self.get(int(row_id or 0))

@@ -72,11 +72,19 @@ class AlarmAnnouncer:
         """The alarm being repeated now, if any."""
 
     def on_event(self, event: Event) -> None:
-        """EventBus subscriber: queue finished timers (and a replaced timer list)."""
+        """EventBus subscriber: queue finished timers (and a replaced timer list). A
+        satellite's timer rings on that satellite (``app.hub``), not here."""
+        if isinstance(event, TimerFinished) and event.origin:
+            return
         if isinstance(event, TimerFinished | TimerStoreRecovered):
-            if self._queue.full():
-                self._queue.get_nowait()
-            self._queue.put_nowait(event)
+            self.take(event)
+
+    def take(self, event: TimerFinished | TimerStoreRecovered) -> None:
+        """Queue ``event`` to ring here, whatever its origin (the hub hands over a
+        satellite's timer when that satellite is not connected)."""
+        if self._queue.full():
+            self._queue.get_nowait()
+        self._queue.put_nowait(event)
 
     def dismiss(self) -> bool:
         """Stop the ringing alarm (and the rest of the queue); True if one was ringing."""

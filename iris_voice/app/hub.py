@@ -1,0 +1,318 @@
+"""The hub's side of satellites: IRIS in other rooms, each with its own conversation.
+
+A satellite (``iris satellite``, ``app.satellite``) runs the microphone, the wake word and
+VAD endpointing; the hub runs speech-to-text, the language model with its tools and timers,
+and text-to-speech. ``SatellitePart`` is the ``ServicePart`` of ``iris serve`` that speaks
+to satellites, using the ``wyoming`` package's own events:
+
+=====================  ==============================================================
+satellite → hub        ``run-satellite`` ``{"name": "kitchen"}`` once, on connecting
+hub → satellite        ``satellite-connected`` (accepted) or ``error``
+satellite → hub        per turn: ``run-pipeline`` (``start_stage`` asr, ``end_stage`` tts,
+                       ``wake_word_name``), ``audio-start``, ``audio-chunk`` …, ``audio-stop``
+                       (16-bit mono; 16 kHz preferred, other formats are converted)
+hub → satellite        ``transcript``; the reply as ``audio-start``, ``audio-chunk`` …
+                       (sentence by sentence as synthesized), ``audio-stop``; then the end of
+                       the turn: ``handled`` (the reply's text) or ``not-handled`` (nothing
+                       to answer: silence, "stop", over 30 s; ``text`` says which)
+satellite → hub        ``pause-satellite``: stop the turn under way (a barge-in); a new
+                       ``run-pipeline`` does the same
+hub → satellite        any time: ``timer-finished`` ``{"id": "12"}`` then the chime and the
+                       announcement as one audio stream
+=====================  ==============================================================
+
+Each satellite name has its own ``Assistant`` (kitchen and office are different
+conversations, kept across reconnects) built from the same parts as the hub's own
+(``build_responder`` over the hub's tool registry), all sharing one language model through
+``SerialBackend``. A timer set in a satellite's turn stores that satellite's name
+(``timers.service.ORIGIN``) and rings there; while that satellite is away, the hub's own
+speaker rings it when the hub has one, else the timer stays pending in the database (so a
+crash loses nothing) for at most ``satellite.hold_timers_s`` until the satellite returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.handle import NotHandled
+from wyoming.pipeline import PipelineStage, RunPipeline
+from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
+from wyoming.timer import TimerFinished as WyTimerFinished
+
+from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
+from iris_voice.app.service_parts import Connection
+from iris_voice.audio.chime import chime
+from iris_voice.config import Config
+from iris_voice.conversation.responder import Assistant, build_responder
+from iris_voice.events import Event as IrisEvent
+from iris_voice.events import TimerFinished
+from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.speech.stt import Transcriber
+from iris_voice.speech.tts import Synthesizer
+from iris_voice.timers.rows import MAX_ORIGIN
+from iris_voice.timers.service import TimerService
+from iris_voice.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+STATE_KEY = "satellite"
+"""This part's key in ``Connection.state``."""
+MAX_UTTERANCE_S = 30.0
+"""The longest utterance the hub accepts; more is a satellite that never stopped."""
+_NAME = re.compile(r"^[\w .-]+$")
+
+
+@dataclass
+class Satellite:
+    """One connected satellite."""
+
+    name: str
+    """What the satellite calls itself (``satellite.name``): its room."""
+    conn: Connection
+    """Its connection."""
+    speaking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while an audio stream goes to it (a reply or an announcement)."""
+    audio: list[bytes] | None = None
+    """The utterance being received (``audio-start`` … ``audio-stop``), or None."""
+    converter: AudioChunkConverter | None = None
+    received: int = 0
+    """Bytes of the utterance so far."""
+    wake_name: str = ""
+    """The wake word of the current turn (``run-pipeline``'s ``wake_word_name``)."""
+    turn: asyncio.Task[TurnResult] | None = None
+    """The turn being answered."""
+
+
+class SatellitePart:
+    """The ``ServicePart`` that answers satellites (see the module notes for the protocol)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        registry: ToolRegistry,
+        stt: Transcriber,
+        tts: Synthesizer,
+        *,
+        backend: ChatBackend | None = None,
+        publish: Callable[[IrisEvent], None] | None = None,
+        local_announce: Callable[[TimerFinished], None] | None = None,
+        hold_timers_s: float = 3600.0,
+        speech_jobs: int = 1,
+    ) -> None:
+        self.cfg = cfg
+        self.registry = registry
+        self.stt = stt
+        self.tts = tts
+        self.backend = SerialBackend(backend or OllamaBackend(cfg.llm))
+        """The one model every satellite's conversation shares, one request at a time."""
+        self.publish = publish
+        self.local_announce = local_announce
+        """Rings a timer on the hub's own speaker (the desktop daemon's alarms); None: no speaker."""
+        self.hold_timers_s = hold_timers_s
+        self.speech_jobs = asyncio.Semaphore(speech_jobs) if speech_jobs > 0 else None
+        """Speech-model steps (a transcription, one sentence's synthesis) running at once
+        across satellites (``satellite.hub_speech_jobs``; None: no bound)."""
+        self.responders: dict[str, Assistant] = {}
+        """One conversation per satellite name, kept across reconnects."""
+        self.connected: dict[str, Satellite] = {}
+        """Satellites connected now, by name."""
+        self.timers: TimerService | None = None
+        self.turns: list[tuple[str, TurnResult]] = []
+        """The latest finished turns (satellite, result), newest last (at most 50)."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.authorize: Callable[[Connection, dict[str, Any]], bool] = lambda _conn, _data: True
+        """AUTH (engineer B's ``iris serve`` trust model): whether ``run-satellite``'s data
+        (``name``, ``token``) may use this hub. The server may also refuse the connection
+        before any part sees it; this hook is the satellite-specific place."""
+
+    # -- the ServicePart Protocol ----------------------------------------------------
+    def describe(self) -> dict[str, list[Any]]:
+        """Nothing in ``info``: satellites are IRIS's own, they do not need discovering
+        (``Info.satellite`` describes a satellite, not a hub)."""
+        return {}
+
+    async def handle(self, event: Event, conn: Connection) -> bool:
+        """Take satellite events: ``run-satellite`` from anyone, the rest from a satellite."""
+        if RunSatellite.is_type(event.type):
+            await self._hello(event, conn)
+            return True
+        sat: Satellite | None = conn.state.get(STATE_KEY)
+        if sat is None:
+            return False  # a plain Wyoming client: the other parts' business
+        if RunPipeline.is_type(event.type):
+            run = RunPipeline.from_event(event)
+            self._stop_turn(sat, "a new turn")
+            if run.start_stage != PipelineStage.ASR:
+                await conn.write_event(
+                    Error(text="a satellite's turn starts at asr", code="bad-stage").event()
+                )
+                return True
+            sat.wake_name = run.wake_word_name or self.cfg.wake.model
+            sat.audio, sat.received = [], 0
+            return True
+        if PauseSatellite.is_type(event.type):
+            self._stop_turn(sat, "pause-satellite")
+            return True
+        if sat.audio is None:
+            return False  # audio outside a satellite turn (the ASR part's, for example)
+        if AudioStart.is_type(event.type):
+            sat.converter = AudioChunkConverter(rate=16000, width=2, channels=1)
+            return True
+        if AudioChunk.is_type(event.type):
+            chunk = AudioChunk.from_event(event)
+            if sat.converter is not None:
+                chunk = sat.converter.convert(chunk)
+            sat.received += len(chunk.audio)
+            if sat.received <= MAX_UTTERANCE_S * 32000:  # beyond: swallowed, then refused
+                sat.audio.append(chunk.audio)
+            return True
+        if AudioStop.is_type(event.type):
+            audio = np.frombuffer(b"".join(sat.audio), dtype=np.int16)
+            too_long, sat.audio = sat.received > MAX_UTTERANCE_S * 32000, None
+            if too_long:
+                log.warning("%s: an utterance over %.0f s, not answered", sat.name, MAX_UTTERANCE_S)
+                await conn.write_event(NotHandled(text="too long").event())
+                return True
+            sat.turn = self._spawn(self._turn(sat, audio), f"satellite-{sat.name}")
+            return True
+        return False
+
+    async def closed(self, conn: Connection) -> None:
+        """A satellite went away: stop its turn; its conversation stays for its return."""
+        sat: Satellite | None = conn.state.pop(STATE_KEY, None)
+        if sat is None:
+            return
+        self._stop_turn(sat, "disconnected")
+        if self.connected.get(sat.name) is sat:
+            del self.connected[sat.name]
+        log.info("satellite %s disconnected (%s)", sat.name, conn.peer)
+
+    # -- satellites ---------------------------------------------------------------------
+    async def _hello(self, event: Event, conn: Connection) -> None:
+        data = event.data or {}
+        name = str(data.get("name", "")).strip()
+        if not name or len(name) > MAX_ORIGIN or not _NAME.match(name):
+            await conn.write_event(Error(text=f"bad satellite name {name!r}", code="bad-name").event())
+            return
+        if not self.authorize(conn, data):
+            log.warning("satellite %r from %s refused", name, conn.peer)
+            await conn.write_event(Error(text="not allowed", code="unauthorized").event())
+            return
+        old = self.connected.get(name)
+        if old is not None and old.conn is not conn:  # a restarted satellite: the new link wins
+            log.info("satellite %s reconnected from %s (was %s)", name, conn.peer, old.conn.peer)
+            self._stop_turn(old, "replaced")
+            old.conn.state.pop(STATE_KEY, None)
+        sat = Satellite(name, conn)
+        conn.state[STATE_KEY] = sat
+        self.connected[name] = sat
+        await conn.write_event(SatelliteConnected().event())
+        log.info("satellite %s connected from %s", name, conn.peer)
+        if self.timers is not None:
+            self.timers.poke()  # timers it missed while away ring now
+
+    def responder(self, name: str) -> Assistant:
+        """The conversation of satellite ``name`` (made on its first turn)."""
+        if name not in self.responders:
+            self.responders[name] = build_responder(self.cfg, self.registry, self.publish, self.backend)
+        return self.responders[name]
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _stop_turn(self, sat: Satellite, why: str) -> None:
+        sat.audio = None
+        if sat.turn is not None and not sat.turn.done():
+            log.info("%s: turn stopped (%s)", sat.name, why)
+            sat.turn.cancel()
+
+    async def _turn(self, sat: Satellite, audio: np.ndarray) -> TurnResult:
+        try:
+            result = await run_turn(
+                sat.name, audio, stt=self.stt, tts=self.tts, responder=self.responder(sat.name),
+                write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
+                gate=self.speech_jobs,
+            )  # fmt: skip
+        except (ConnectionError, OSError) as exc:  # the satellite went away: nobody to answer
+            log.info("%s: connection lost during the turn (%s)", sat.name, exc)
+            return TurnResult(error="connection lost")
+        except Exception:  # logged here: a task's exception must not wait for the GC to be seen
+            log.exception("%s: turn failed", sat.name)
+            with contextlib.suppress(ConnectionError, OSError):
+                await sat.conn.write_event(Error(text="the hub failed to answer", code="turn-failed").event())
+            return TurnResult(error="turn failed")
+        self.turns = [*self.turns[-49:], (sat.name, result)]
+        return result
+
+    # -- timers -------------------------------------------------------------------------
+    def attach_timers(
+        self, timers: TimerService, subscribe: Callable[[Callable[[IrisEvent], None]], Any]
+    ) -> None:
+        """Ring satellites' timers on them: ``timers`` (whose ``run`` the server runs) holds
+        a timer while its satellite is away, and ``subscribe`` (``EventBus.subscribe``)
+        brings this part every ``TimerFinished``."""
+        self.timers = timers
+        timers.hold = self.hold
+        subscribe(self.on_event)
+
+    def hold(self, row: Any, now: float) -> float | None:
+        """The timer service's ``Hold``: fire when someone can hear it."""
+        if not row.origin:
+            return None if self.local_announce is not None else math.inf  # the desktop daemon's
+        if row.origin in self.connected or self.local_announce is not None:
+            return None
+        return (row.due_at or now) + self.hold_timers_s
+
+    def on_event(self, event: IrisEvent) -> None:
+        """EventBus subscriber: a satellite's finished timer goes to that satellite."""
+        if not isinstance(event, TimerFinished) or not event.origin:
+            return
+        sat = self.connected.get(event.origin)
+        if sat is not None:
+            self._spawn(self._ring(sat, event), f"ring-{sat.name}")
+        elif self.local_announce is not None:
+            log.info("%s is not connected: %s rings here", event.origin, event.message)
+            self.local_announce(event)
+        else:
+            log.warning("timer %d for %s not delivered: the satellite stayed away %.0f s (%s)",
+                        event.timer_id, event.origin, self.hold_timers_s, event.message)  # fmt: skip
+
+    async def _ring(self, sat: Satellite, event: TimerFinished) -> None:
+        """``timer-finished``, then the chime and the sentence, after any reply under way."""
+        rate = self.tts.sample_rate
+        try:
+            async with sat.speaking:
+                await sat.conn.write_event(WyTimerFinished(id=str(event.timer_id)).event())
+                said = one_sentence(event.message)
+                await speak_to(
+                    sat.conn.write_event, self.tts, said, [], (chime(rate), rate), self.speech_jobs
+                )
+            log.info("timer %d rang on %s", event.timer_id, sat.name)
+        except (ConnectionError, OSError) as exc:
+            log.warning("timer %d could not ring on %s (%s)", event.timer_id, sat.name, exc)
+            if self.local_announce is not None:
+                self.local_announce(event)
+        except Exception:  # a failed synthesis must not go unseen
+            log.exception("timer %d could not ring on %s", event.timer_id, sat.name)
+
+    async def aclose(self) -> None:
+        """Cancel the turns and announcements under way."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,331 @@
+"""``iris satellite --hub tcp://HOST:PORT``: IRIS's ears and voice in another room.
+
+The satellite runs what needs the room — the microphone, the wake word, VAD endpointing
+and the speaker — and leaves speech-to-text, the language model and text-to-speech to the
+hub (``app.hub``, the protocol is described there). After the wake word and the end of the
+question it streams the utterance to the hub and plays the answer as it arrives; the wake
+word interrupts the answer (``pause-satellite`` tells the hub). Timers set here ring here:
+the hub sends ``timer-finished`` and the announcement's audio.
+
+A lost hub never ends the satellite: it reconnects with a growing pause (1 s doubling to
+``satellite.reconnect_max_s``), logs one line when the hub goes and one when it is back,
+and a question asked meanwhile gets two falling chimes instead of an answer (there is no
+voice here to say so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from urllib.parse import urlparse
+
+import numpy as np
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+from wyoming.pipeline import PipelineStage, RunPipeline
+from wyoming.satellite import PauseSatellite, RunSatellite
+
+from iris_voice.app.assembly import Engines, build_listener, needs_wake_word
+from iris_voice.audio.chime import chime
+from iris_voice.audio.protocols import AudioSink, AudioSource
+from iris_voice.config import Config
+from iris_voice.events import EventBus
+from iris_voice.voice.echoguard import EchoGuard
+from iris_voice.voice.heard import BargeIn, Heard, UtteranceReady
+from iris_voice.voice.listener import Listener
+
+log = logging.getLogger(__name__)
+
+SEND_SAMPLES = 1600
+"""Samples per ``audio-chunk`` sent to the hub (100 ms at 16 kHz)."""
+CHIME_RATE = 22050
+
+
+def satellite_name(cfg: Config, name: str | None = None) -> str:
+    """``--name``, else ``satellite.name``, else this machine's host name."""
+    return name or cfg.satellite.name or socket.gethostname().split(".")[0] or "satellite"
+
+
+def listening_engines(cfg: Config) -> Engines:
+    """VAD, the wake word and the end-of-turn model: a satellite transcribes and speaks
+    nothing itself (the hub does), so it has no STT or TTS engine."""
+    from iris_voice.speech.vad import SileroDetector
+
+    wake = None
+    if needs_wake_word(cfg):
+        from iris_voice.speech.wake import OpenWakeWordDetector
+
+        wake = OpenWakeWordDetector(cfg.wake)
+    turn = None
+    if cfg.audio.end_of_turn == "smart_turn":
+        from iris_voice.speech.turn import SmartTurnDetector
+
+        turn = SmartTurnDetector()
+    return Engines(None, None, SileroDetector(), wake, turn)  # type: ignore[arg-type]  # no STT/TTS here
+
+
+def error_chimes() -> np.ndarray:
+    """The chime backwards, twice: falling notes that mean "the hub did not answer"."""
+    back = chime(CHIME_RATE, volume=0.4)[::-1]
+    return np.concatenate([back, np.zeros(CHIME_RATE // 10, np.int16), back]).astype(np.int16)
+
+
+class SatelliteClient:
+    """The satellite: a listener on the microphone, a link to the hub, the speaker."""
+
+    def __init__(self, cfg: Config, hub: str, name: str, listener: Listener, sink: AudioSink) -> None:
+        uri = urlparse(hub)
+        if uri.scheme != "tcp" or not uri.hostname or not uri.port:
+            raise ValueError(f"satellite.hub must look like tcp://HOST:PORT, not {hub!r}")
+        self.cfg = cfg
+        self.host, self.port, self.name = uri.hostname, uri.port, name
+        self.listener = listener
+        self.sink = sink
+        self.client: AsyncTcpClient | None = None
+        """The hub's connection, while there is one."""
+        self.connected = asyncio.Event()
+        self.turns = 0
+        """Questions sent to the hub."""
+        self.answers = 0
+        """Turns the hub ended (``handled`` or ``not-handled``)."""
+        self._heard: asyncio.Queue[Heard] = asyncio.Queue(16)
+        self._send_lock = asyncio.Lock()
+        self._in_turn = False  # a question was sent and its end not yet received
+        self._skip = False  # ignore the hub until the new turn's transcript (after a barge-in)
+        self._playing = False
+        self._rate = 22050
+        self._last_event = 0.0
+        self._lost_since: float | None = None
+
+    async def run(self, source: AudioSource) -> None:
+        """Listen, talk to the hub and play its answers until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.listener.run(source, self._heard), name="listener")
+            tg.create_task(self._follow(), name="heard")
+            tg.create_task(self._link(), name="hub-link")
+            tg.create_task(self._watch(), name="reply-watch")
+
+    # -- the hub link -------------------------------------------------------------------
+    async def _send(self, *events: Event) -> bool:
+        """Send ``events`` in order; False when there is no hub to send them to."""
+        client = self.client
+        if client is None:
+            return False
+        try:
+            async with self._send_lock:
+                for event in events:
+                    await client.write_event(event)
+            return True
+        except (ConnectionError, OSError) as exc:
+            log.debug("sending to the hub failed: %s", exc)
+            return False
+
+    async def _connect(self) -> AsyncTcpClient:
+        timeout = self.cfg.satellite.connect_timeout_s
+        client = AsyncTcpClient(self.host, self.port)
+        await asyncio.wait_for(client.connect(), timeout)
+        hello = {"name": self.name}
+        if self.cfg.satellite.token:  # AUTH: the hub's iris serve decides what it needs
+            hello["token"] = self.cfg.satellite.token
+        await client.write_event(Event(RunSatellite().event().type, hello))
+        answer = await asyncio.wait_for(client.read_event(), timeout)
+        if answer is None or answer.type != "satellite-connected":
+            await client.disconnect()
+            why = (answer.data or {}).get("text", answer.type) if answer is not None else "closed"
+            raise ConnectionError(f"the hub refused this satellite: {why}")
+        return client
+
+    async def _link(self) -> None:
+        """Stay connected to the hub: connect, read until it goes, wait, again."""
+        delay = 1.0
+        while True:
+            try:
+                client = await self._connect()
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                self._lost(str(exc) or type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.cfg.satellite.reconnect_max_s)
+                continue
+            delay = 1.0
+            self.client, self._skip = client, False
+            self.connected.set()
+            if self._lost_since is not None:
+                log.warning("the hub at %s:%s is back (away %.0f s)", self.host, self.port,
+                            time.monotonic() - self._lost_since)  # fmt: skip
+            else:
+                log.info("connected to the hub at %s:%s as %r", self.host, self.port, self.name)
+            self._lost_since = None
+            try:
+                await self._read(client)
+                reason = "the hub closed the connection"
+            except (OSError, ConnectionError) as exc:
+                reason = str(exc) or type(exc).__name__
+            self.client = None
+            self.connected.clear()
+            with contextlib.suppress(Exception):
+                await client.disconnect()
+            self._lost(reason)
+
+    def _lost(self, reason: str) -> None:
+        """Said once per outage; a turn under way ends with the error chimes."""
+        if self._lost_since is None:
+            self._lost_since = time.monotonic()
+            log.warning("the hub at %s:%s is not reachable (%s); retrying every %.0f s at most",
+                        self.host, self.port, reason, self.cfg.satellite.reconnect_max_s)  # fmt: skip
+        if self._in_turn:
+            self._end_turn()
+            asyncio.get_running_loop().create_task(self._chimes(), name="error-chimes")
+
+    async def _read(self, client: AsyncTcpClient) -> None:
+        while (event := await client.read_event()) is not None:
+            self._last_event = time.monotonic()
+            await self._on_event(event)
+
+    async def _on_event(self, event: Event) -> None:
+        kind = event.type
+        if kind == "transcript":
+            self._skip = False
+            log.info("the hub heard: %r", (event.data or {}).get("text", ""))
+            return
+        if self._skip:
+            return  # sent before the new question's transcript: the rest of an earlier answer
+        if kind == "audio-start":
+            self._rate = AudioStart.from_event(event).rate
+            self._playing = True
+            self.listener.answering()  # the wake word now interrupts
+            if self.listener.guard is not None:
+                self.listener.guard.saying("")  # the words stay on the hub; the timing is what counts
+        elif kind == "audio-chunk" and self._playing:
+            chunk = AudioChunk.from_event(event)
+            await self.sink.play(np.frombuffer(chunk.audio, np.int16), chunk.rate)
+        elif kind == "audio-stop":
+            self._playing = False
+            await self.sink.drain()
+            if not self._in_turn:  # an announcement ended
+                self.listener.idle()
+        elif kind in ("handled", "not-handled"):
+            self.answers += 1
+            log.info("the hub answered%s: %r", "" if kind == "handled" else " nothing",
+                     (event.data or {}).get("text", ""))  # fmt: skip
+            if kind == "not-handled" and (event.data or {}).get("text") == "stop":
+                self.sink.stop()  # "stop" silences an announcement still playing
+            self._end_turn()
+            if kind == "handled":
+                self.listener.follow_up()
+        elif kind == "timer-finished":
+            log.info("timer %s finished", (event.data or {}).get("id"))
+        elif kind == "error":
+            log.warning("the hub: %s", (event.data or {}).get("text", "error"))
+            if self._in_turn:
+                self._end_turn()
+                await self._chimes()
+
+    def _end_turn(self) -> None:
+        self._in_turn = self._skip = False
+        if not self._playing:
+            self.listener.idle()
+
+    async def _watch(self) -> None:
+        """A turn whose answer stops coming ends after ``satellite.reply_timeout_s``."""
+        limit = self.cfg.satellite.reply_timeout_s
+        while True:
+            await asyncio.sleep(min(1.0, limit / 4))
+            if self._in_turn and time.monotonic() - self._last_event > limit:
+                log.warning("the hub sent nothing for %.0f s; giving up on this question", limit)
+                self._end_turn()
+                await self._send(PauseSatellite().event())
+                await self._chimes()
+
+    async def _chimes(self) -> None:
+        await self.sink.play(error_chimes(), CHIME_RATE)
+        await self.sink.drain()
+
+    # -- what the listener heard --------------------------------------------------------
+    async def _follow(self) -> None:
+        while True:
+            heard = await self._heard.get()
+            if isinstance(heard, BargeIn):
+                dropped = self.sink.stop()
+                log.info("barge-in (%s): %.2f s of the answer dropped", heard.how, dropped)
+                self._playing = False  # the rest of that audio stream is not played
+                if self._in_turn:
+                    await self._send(PauseSatellite().event())
+                self._in_turn = False
+            elif isinstance(heard, UtteranceReady):
+                await self._ask(heard.utterance.audio, heard.utterance.trigger)
+
+    async def _ask(self, audio: np.ndarray, trigger: object) -> None:
+        """Stream one question to the hub (or chime: no hub)."""
+        wake = self.cfg.wake.model if str(trigger) == "wake_word" else None
+        run = RunPipeline(start_stage=PipelineStage.ASR, end_stage=PipelineStage.TTS, wake_word_name=wake)
+        fmt = {"rate": 16000, "width": 2, "channels": 1}
+        pcm = audio.astype(np.int16)
+        events = [run.event(), AudioStart(**fmt).event()]
+        events += [AudioChunk(audio=pcm[i : i + SEND_SAMPLES].tobytes(), **fmt).event()
+                   for i in range(0, len(pcm), SEND_SAMPLES)]  # fmt: skip
+        events.append(AudioStop().event())
+        self.listener.answering()
+        self._in_turn, self._skip, self._last_event = True, True, time.monotonic()
+        if not await self._send(*events):
+            log.warning("a question (%.1f s) but no hub at %s:%s", len(pcm) / 16000, self.host, self.port)
+            self._end_turn()
+            await self._chimes()
+            return
+        self.turns += 1
+
+
+async def run_satellite(
+    cfg: Config,
+    hub: str | None = None,
+    name: str | None = None,
+    source: AudioSource | None = None,
+    sink: AudioSink | None = None,
+) -> int:
+    """``iris satellite``: run until SIGTERM/SIGINT; the exit code."""
+    import signal
+
+    from iris_voice.errors import ConfigError
+
+    hub = hub or cfg.satellite.hub
+    if not hub:
+        raise ConfigError(["satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT)"])
+    bus = EventBus()
+    engines = listening_engines(cfg)
+    listener = build_listener(cfg, engines, bus.publish)
+    # Its own speaker is in the room: no follow-up question from the answer's echo tail.
+    listener.guard = EchoGuard(cfg.wake.model)
+    off = cfg.audio.echo_cancel == "off"
+    listener.guard.use("off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard")
+    if source is None or sink is None:
+        from iris_voice.audio.capture import MicCapture
+        from iris_voice.audio.playback import SpeakerSink
+
+        source = source or MicCapture(cfg.audio, publish=bus.publish)
+        sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
+    client = SatelliteClient(cfg, hub, satellite_name(cfg, name), listener, sink)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        warm = [engines.vad.warmup()] + [e.warmup() for e in (engines.wake, engines.turn) if e is not None]
+        await asyncio.gather(*warm)
+        await sink.open()
+        log.info("satellite %r ready, hub %s (%s)", client.name, hub, cfg.audio.activation)
+        running = loop.create_task(client.run(source), name="satellite")
+        stopping = loop.create_task(stop.wait(), name="stop")
+        await asyncio.wait([running, stopping], return_when=asyncio.FIRST_COMPLETED)
+        for task in (running, stopping):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    finally:
+        source.close()
+        sink.close()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    return 0

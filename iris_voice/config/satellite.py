@@ -1,0 +1,49 @@
+"""The ``[satellite]`` section: ``iris satellite`` in another room, and the hub's side of it."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from iris_voice.config.sections import _Section
+
+
+class SatelliteConfig(_Section):
+    """Where a satellite's hub is, what the satellite is called, how long to wait."""
+
+    hub: str = ""
+    """The hub's address, ``tcp://HOST:PORT`` (``iris satellite --hub`` overrides it)."""
+    name: str = ""
+    """This satellite's name, its room ("kitchen"); empty: the machine's host name."""
+    token: str = ""
+    """AUTH: the secret the hub's ``iris serve`` asks for beyond loopback (see its trust
+    model); sent in ``run-satellite``. Empty: none."""
+    connect_timeout_s: Annotated[float, Field(gt=0, le=120)] = 5.0
+    """How long one attempt to reach the hub may take."""
+    reply_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    """How long the satellite waits for the hub's next event during a turn before giving up on it."""
+    reconnect_max_s: Annotated[float, Field(gt=0, le=600)] = 30.0
+    """The longest wait between attempts to reach a lost hub (the wait doubles from 1 s)."""
+    hold_timers_s: Annotated[float, Field(ge=0, le=7 * 86400)] = 3600.0
+    """On the hub: how long a satellite's timer that fell due while the satellite was away
+    waits for it to come back (when the hub has no speaker of its own)."""
+
+    hub_speech_jobs: Annotated[int, Field(ge=0, le=64)] = 1
+    """On the hub: speech-model steps (one transcription, one sentence's synthesis) run at
+    once for all satellites; 0: no bound (many cores or a GPU)."""
+
+    @field_validator("hub")
+    @classmethod
+    def _uri(cls, value: str) -> str:
+        if value and not re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", value):
+            raise ValueError(f"must look like tcp://HOST:PORT, not {value!r}")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[\w .-]{1,64}", value):
+            raise ValueError("must be 1-64 letters, digits, spaces, dots, dashes or underscores")
+        return value

@@ -1,0 +1,104 @@
+"""A satellite and a hub, each its own process, over the Wyoming protocol: the satellite
+(``iris satellite``) listens on the virtual microphone and speaks on the virtual speaker;
+the hub (a headless process with the satellite part and the speech models) answers.
+"Hey Jarvis, what time is it?" goes in; the spoken time comes out, judged by Whisper base.
+
+The hub is ``tools.testbed.minihub`` (the satellite part behind a minimal Wyoming server)
+until ``iris serve`` takes its place.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.support.voice_helpers import clock_hours, heard, share_heard
+from tools.testbed.voicebed import write_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wait_line(path: Path, wanted: str, proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        for line in text.splitlines():
+            if wanted in line:
+                return line
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args} exited {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no {wanted!r} in {path.name} within {timeout:.0f} s:\n{text[-3000:]}")
+
+
+@pytest.fixture
+def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
+    tz = "UTC"
+    env = virtual_audio.child_env()
+    env.update(PYTHONUNBUFFERED="1", XDG_STATE_HOME=str(tmp_path / "state"),
+               OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip  # the fast path answers: no model
+    hub_cfg = write_config(tmp_path / "hub.toml", {"tools": {"timezone": tz}})
+    sat_cfg = write_config(tmp_path / "satellite.toml", {
+        "audio": {"notifications": False}, "satellite": {"name": "kitchen"},
+    })  # fmt: skip
+    procs = []
+    try:
+        hub_log = tmp_path / "hub.log"
+        with hub_log.open("wb") as out:
+            hub = subprocess.Popen([sys.executable, "-m", "tools.testbed.minihub", "--config", str(hub_cfg)],
+                                   env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        procs.append(hub)
+        port = int(_wait_line(hub_log, "READY ", hub, 180).split()[-1])
+        sat_log = tmp_path / "satellite.log"
+        with sat_log.open("wb") as out:
+            cmd = [sys.executable, "-m", "iris_voice.cli", "--config", str(sat_cfg), "-v",
+                   "satellite", "--hub", f"tcp://127.0.0.1:{port}"]  # fmt: skip
+            sat = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        procs.append(sat)
+        _wait_line(sat_log, "connected to the hub", sat, 120)
+        _wait_line(sat_log, "ready, hub", sat, 120)
+        yield tz, (hub, hub_log), (sat, sat_log)
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
+    virtual_audio, hub_and_satellite, judge
+):
+    from tools.testbed.fixtures import fixture
+
+    tz, (hub, hub_log), (sat, sat_log) = hub_and_satellite
+    time.sleep(1.0)  # the satellite's microphone stream is open
+    rec = virtual_audio.record_speaker()
+    virtual_audio.play_into_mic(fixture("bench_time_here"))
+    answered = _wait_line(sat_log, "the hub answered", sat, 90)
+    time.sleep(2.5)  # the last sentence leaves the speaker
+    audio = rec.stop()
+    reply = answered.split("answered: ", 1)[-1].strip("'\"")
+    heard_line = _wait_line(hub_log, "kitchen heard:", hub, 5)
+    assert "time" in heard_line.lower() and "jarvis" not in heard_line.split("heard:")[1].lower()
+    now = datetime.now(ZoneInfo(tz))
+    hours = {now.hour, now.hour % 12 or 12, (now.hour + 1) % 24, ((now.hour + 1) % 12) or 12}
+    assert clock_hours(reply) & hours, f"the hub answered {reply!r}; the hour is {now:%H:%M}"
+    said = heard(judge, audio)
+    print(f"\nhub answered {reply!r}; the satellite's speaker said {said!r}")
+    in_speech = clock_hours(said)
+    assert in_speech & hours if in_speech else share_heard(reply, said) >= 0.75, (
+        f"the satellite's speaker said {said!r}; the reply was {reply!r}; the hour is {now:%H:%M}"
+    )
+    assert sat.poll() is None and hub.poll() is None

@@ -1,0 +1,202 @@
+"""``iris satellite`` against a hub over a real Wyoming connection, with scripted audio:
+a question goes to the hub and its answer comes out of the satellite's speaker; a hub that
+is not there yet costs a chime, not the satellite, which connects once the hub comes."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from iris_voice.app.satellite import CHIME_RATE, SatelliteClient, error_chimes, satellite_name
+from iris_voice.config import Config
+from iris_voice.events import EventBus
+from iris_voice.voice.listener import Listener
+from tests.support.fakes_audio import (
+    SILENCE,
+    SPEECH,
+    WAKE,
+    FakeSink,
+    FakeStt,
+    FakeTts,
+    FakeVad,
+    FakeWake,
+    frames,
+)
+from tests.support.hub_helpers import EchoBackend, make_part
+from tools.testbed.minihub import start_hub
+
+CFG = Config.model_validate({"satellite": {"reconnect_max_s": 0.2, "connect_timeout_s": 1.0}})
+
+
+class LiveSource:
+    """Frames paced 10x real time, fed by the test, silence in between; ends when closed."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.open = True
+
+    def say(self, *parts: list) -> None:
+        for part in parts:
+            for frame in part:
+                self.queue.put_nowait(frame)
+
+    async def frames(self):
+        silence = frames(SILENCE, 0.032)[0]
+        while self.open:
+            yield silence if self.queue.empty() else self.queue.get_nowait()
+            await asyncio.sleep(0.0032)
+
+    def close(self) -> None:
+        self.open = False
+
+
+def question() -> list:
+    return [frames(WAKE, 0.3), frames(SPEECH, 0.6), frames(SILENCE, 1.0)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_for(predicate, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("timed out waiting")
+
+
+def make_satellite(port: int, sink: FakeSink) -> SatelliteClient:
+    listener = Listener(CFG.audio, FakeVad(), FakeWake(), EventBus().publish)
+    return SatelliteClient(CFG, f"tcp://127.0.0.1:{port}", "kitchen", listener, sink)
+
+
+async def test_a_question_is_answered_through_the_satellites_speaker(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Who wrote Hamlet?")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=20.0), LiveSource()
+    sat = make_satellite(port, sink)
+    task = asyncio.create_task(sat.run(source))
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        assert sat.turns == 1
+        assert part.turns[-1][0] == "kitchen" and part.turns[-1][1].text == "Who wrote Hamlet?"
+        said = " ".join(part.turns[-1][1].sentences)
+        assert said.startswith("You said: Who wrote Hamlet?")
+        # FakeTts: 0.2 s per sentence at 16 kHz, all of it played by the satellite
+        assert sum(sink.clips) == pytest.approx(len(part.turns[-1][1].sentences) * 3200, abs=2)
+    finally:
+        task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+
+
+async def test_no_hub_yet_chimes_then_the_satellite_connects_when_it_comes(tmp_path: Path) -> None:
+    port = free_port()
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = make_satellite(port, sink)
+    task = asyncio.create_task(sat.run(source))
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Who wrote Hamlet?")
+    server = None
+    try:
+        source.say(*question())
+        await wait_for(lambda: sink.clips == [len(error_chimes())])  # no hub: the chimes, once
+        assert sat.turns == 0 and not task.done()
+        server, bound = await start_hub([part], port=port)
+        assert bound == port
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        await server.stop()  # the hub goes away: the satellite keeps running and retries
+        await wait_for(lambda: not sat.connected.is_set())
+        assert not task.done()
+    finally:
+        task.cancel()
+        source.close()
+        await part.aclose()
+        if server is not None:
+            await server.stop()
+        timers.store.close()
+
+
+def test_the_name_comes_from_the_flag_the_config_or_the_host() -> None:
+    assert satellite_name(CFG, "office") == "office"
+    named = Config.model_validate({"satellite": {"name": "kitchen"}})
+    assert satellite_name(named) == "kitchen"
+    assert satellite_name(CFG) == socket.gethostname().split(".")[0]
+    assert len(error_chimes()) > CHIME_RATE  # two notes, audible
+
+
+def test_a_bad_hub_address_names_the_key() -> None:
+    from iris_voice.config import parse
+    from iris_voice.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="satellite.hub"):
+        parse({"satellite": {"hub": "http://kitchen:80"}})
+    with pytest.raises(ValueError, match="satellite.hub"):
+        SatelliteClient(CFG, "kitchen:10700", "x", None, FakeSink())  # type: ignore[arg-type]
+
+
+async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Tell me a long story.", "What time is it in Tokyo?")
+    part.tts = FakeTts(2.0)  # 2 s a sentence
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=1.0), LiveSource()  # plays in real time
+    sat = make_satellite(port, sink)
+    task = asyncio.create_task(sat.run(source))
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: bool(sink.clips))  # the answer plays
+        source.say(*question())  # "hey jarvis" over the answer, then the next question
+        await wait_for(lambda: sink.stops >= 1)
+        assert sink.played_seconds() < 1.0  # cut off: the answer is two sentences of 2 s
+        await wait_for(lambda: sat.answers >= 1 and part.turns[-1][1].text.endswith("Tokyo?"))
+        # the story's turn was stopped on the hub too (pause-satellite) unless it had ended
+        assert [r.text for _name, r in part.turns][-1] == "What time is it in Tokyo?"
+        history = part.responders["kitchen"].conversation.messages()
+        asked = [m["content"] for m in history if m["role"] == "user"]
+        assert asked[-1] == "What time is it in Tokyo?"
+    finally:
+        task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+
+
+async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Set a timer for one second.")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = make_satellite(port, sink)
+    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        answer = sum(sink.clips)
+        # the chime (0.6 s) and the sentence (FakeTts: 0.2 s), both at the hub's 16 kHz
+        await wait_for(lambda: sum(sink.clips) - answer >= 12000, timeout=5.0)
+        assert [r.state for r in await timers.list()] == []  # rung, not left pending
+        assert part.turns[-1][1].text == "Set a timer for one second."
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
