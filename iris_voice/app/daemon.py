@@ -93,7 +93,9 @@ class Daemon:
         # serve.enabled: the same Wyoming service as ``iris serve``, over this daemon's parts
         self.service: WyomingService | None = None
         if cfg.serve.enabled:
-            parts = service_parts(self.app, turn_lock=self.pipeline.speech_lock)
+            parts = service_parts(
+                self.app, turn_lock=self.pipeline.speech_lock, local_announce=self.alarms.take
+            )
             self.service = WyomingService(cfg.serve, parts, load_token(cfg.serve))
         self.commands = ControlCommands(
             cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,

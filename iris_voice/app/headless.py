@@ -52,7 +52,7 @@ class Hub:
         self.app.bus.subscribe(self.router.on_event)
         self.turn_lock = asyncio.Lock()
         """One turn at a time in the one conversation: Wyoming clients and ``iris ask``."""
-        parts = service_parts(self.app, turn_lock=self.turn_lock, timers=self.router)
+        parts = service_parts(self.app, turn_lock=self.turn_lock)
         self.service = WyomingService(self.cfg.serve, parts, load_token(self.cfg.serve))
         self.health = LlmHealth()
         self._stopping = asyncio.Event()

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,10 +130,6 @@ class SatellitePart:
         self.turns: list[tuple[str, TurnResult]] = []
         """The latest finished turns (satellite, result), newest last (at most 50)."""
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.authorize: Callable[[Connection, dict[str, Any]], bool] = lambda _conn, _data: True
-        """AUTH (engineer B's ``iris serve`` trust model): whether ``run-satellite``'s data
-        (``name``, ``token``) may use this hub. The server may also refuse the connection
-        before any part sees it; this hook is the satellite-specific place."""
 
     # -- the ServicePart Protocol ----------------------------------------------------
     def describe(self) -> dict[str, list[Any]]:
@@ -143,7 +138,8 @@ class SatellitePart:
         return {}
 
     async def handle(self, event: Event, conn: Connection) -> bool:
-        """Take satellite events: ``run-satellite`` from anyone, the rest from a satellite."""
+        """Take satellite events: ``run-satellite`` from any client the server let in (its
+        allow-list and token), the rest from a satellite."""
         if RunSatellite.is_type(event.type):
             await self._hello(event, conn)
             return True
@@ -204,10 +200,6 @@ class SatellitePart:
         name = str(data.get("name", "")).strip()
         if not name or len(name) > MAX_ORIGIN or not _NAME.match(name):
             await conn.write_event(Error(text=f"bad satellite name {name!r}", code="bad-name").event())
-            return
-        if not self.authorize(conn, data):
-            log.warning("satellite %r from %s refused", name, conn.peer)
-            await conn.write_event(Error(text="not allowed", code="unauthorized").event())
             return
         old = self.connected.get(name)
         if old is not None and old.conn is not conn:  # a restarted satellite: the new link wins
@@ -272,7 +264,7 @@ class SatellitePart:
     def hold(self, row: Any, now: float) -> float | None:
         """The timer service's ``Hold``: fire when someone can hear it."""
         if not row.origin:
-            return None if self.local_announce is not None else math.inf  # the desktop daemon's
+            return None  # the hub's own: its alarms ring it, or iris serve's TimerRouter keeps it
         if row.origin in self.connected or self.local_announce is not None:
             return None
         return (row.due_at or now) + self.hold_timers_s

@@ -30,6 +30,7 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
 from iris_voice.app.assembly import Engines, build_listener, needs_wake_word
+from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
@@ -128,10 +129,13 @@ class SatelliteClient:
         timeout = self.cfg.satellite.connect_timeout_s
         client = AsyncTcpClient(self.host, self.port)
         await asyncio.wait_for(client.connect(), timeout)
-        hello = {"name": self.name}
-        if self.cfg.satellite.token:  # AUTH: the hub's iris serve decides what it needs
-            hello["token"] = self.cfg.satellite.token
-        await client.write_event(Event(RunSatellite().event().type, hello))
+        if self.cfg.satellite.token:  # the hub's serve.token (iris serve's trust model)
+            await client.write_event(Event(AUTH_TYPE, {"token": self.cfg.satellite.token}))
+            answer = await asyncio.wait_for(client.read_event(), timeout)
+            if answer is None or answer.type != AUTH_OK_TYPE:
+                await client.disconnect()
+                raise ConnectionError("the hub refused satellite.token")
+        await client.write_event(Event(RunSatellite().event().type, {"name": self.name}))
         answer = await asyncio.wait_for(client.read_event(), timeout)
         if answer is None or answer.type != "satellite-connected":
             await client.disconnect()

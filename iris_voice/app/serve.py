@@ -274,6 +274,11 @@ class WyomingService:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
+        for part in self.parts:  # turns and timer announcements a part runs on its own
+            try:
+                await asyncio.wait_for(part.aclose(), STOP_TIMEOUT_S)
+            except Exception:
+                log.exception("%s.aclose failed", type(part).__name__)
 
     def snapshot(self) -> dict[str, Any]:
         """What ``iris status`` shows about the service."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from iris_voice.speech.stt import Transcriber, as_float32
 
 if TYPE_CHECKING:
     from iris_voice.app.assembly import App
-    from iris_voice.app.timer_router import TimerRouter
+    from iris_voice.events import TimerFinished
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,9 @@ class AsrPart:
         """Drop a half-received utterance."""
         conn.state.pop(self.KEY, None)
 
+    async def aclose(self) -> None:
+        """Nothing runs outside a client's own events."""
+
 
 class HandlePart:
     """``transcript`` → ``handled`` with IRIS's answer: the hub's fast path, tools, timers and
@@ -221,22 +225,38 @@ class HandlePart:
     async def closed(self, conn: Connection) -> None:
         """Nothing is kept per connection."""
 
+    async def aclose(self) -> None:
+        """Nothing runs outside a client's own events."""
+
 
 def service_parts(
-    app: App, *, turn_lock: asyncio.Lock | None = None, timers: TimerRouter | None = None
+    app: App,
+    *,
+    turn_lock: asyncio.Lock | None = None,
+    local_announce: Callable[[TimerFinished], None] | None = None,
 ) -> list[ServicePart]:
     """The parts of ``iris serve`` in the order events are offered to them; speech parts
-    only when ``app`` has speech engines. ``turn_lock``: the lock the desktop daemon's own
-    turns hold, so a client's turn and a spoken one never share the conversation at once.
-    ``timers``: where the headless hub's finished timers go (None in the desktop daemon,
-    which says them itself) — a satellite part adds its route there. A satellite part
-    goes into this list too."""
+    and the satellites' part only when ``app`` has speech engines. ``turn_lock``: the lock
+    the desktop daemon's own turns hold, so a client's turn and a spoken one never share the
+    conversation at once. ``local_announce``: rings a satellite's timer on this machine's
+    speaker while that satellite is away (the desktop daemon's alarms; None for the headless
+    hub, which keeps it for the satellite's return)."""
+    from iris_voice.app.hub import SatellitePart
+
     cfg = app.cfg
     parts: list[ServicePart] = []
     if app.engines is not None:
+        eng = app.engines
+        satellites = SatellitePart(
+            cfg, app.registry, eng.stt, eng.tts, backend=app.responder.chat.backend,
+            publish=app.bus.publish, local_announce=local_announce,
+            hold_timers_s=cfg.satellite.hold_timers_s, speech_jobs=cfg.satellite.hub_speech_jobs,
+        )  # fmt: skip
+        satellites.attach_timers(app.timers, app.bus.subscribe)
+        # First: a satellite's audio is its turn, not a plain transcription.
+        parts.append(satellites)
         limit = cfg.serve.max_utterance_s
-        parts.append(AsrPart(app.engines.stt, language=cfg.stt.language, max_utterance_s=limit))
-        parts.append(TtsPart(app.engines.tts, language=cfg.stt.language))
+        parts.append(AsrPart(eng.stt, language=cfg.stt.language, max_utterance_s=limit))
+        parts.append(TtsPart(eng.tts, language=cfg.stt.language))
     parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
-    del timers  # no part routes timers yet: the satellite part will
     return parts

@@ -118,3 +118,6 @@ class TtsPart:
     async def closed(self, conn: Connection) -> None:
         """Drop an unfinished text stream."""
         conn.state.pop(self.KEY, None)
+
+    async def aclose(self) -> None:
+        """Nothing runs outside a client's own events."""

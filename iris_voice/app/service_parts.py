@@ -45,3 +45,7 @@ class ServicePart(Protocol):
     async def closed(self, conn: Connection) -> None:
         """``conn`` is gone: drop what the part kept for it."""
         ...
+
+    async def aclose(self) -> None:
+        """The service is stopping: end the work the part runs on its own (turns, timers)."""
+        ...

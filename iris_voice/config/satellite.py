@@ -18,8 +18,8 @@ class SatelliteConfig(_Section):
     name: str = ""
     """This satellite's name, its room ("kitchen"); empty: the machine's host name."""
     token: str = ""
-    """AUTH: the secret the hub's ``iris serve`` asks for beyond loopback (see its trust
-    model); sent in ``run-satellite``. Empty: none."""
+    """The hub's ``serve.token`` when it asks for one; sent as ``iris-auth`` on connecting.
+    Empty: none."""
     connect_timeout_s: Annotated[float, Field(gt=0, le=120)] = 5.0
     """How long one attempt to reach the hub may take."""
     reply_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0

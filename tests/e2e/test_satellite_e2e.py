@@ -2,9 +2,7 @@
 (``iris satellite``) listens on the virtual microphone and speaks on the virtual speaker;
 the hub (a headless process with the satellite part and the speech models) answers.
 "Hey Jarvis, what time is it?" goes in; the spoken time comes out, judged by Whisper base.
-
-The hub is ``tools.testbed.minihub`` (the satellite part behind a minimal Wyoming server)
-until ``iris serve`` takes its place.
+The hub is a real ``iris serve`` (``tools.testbed.hubs.hub_process``).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.support.voice_helpers import clock_hours, heard, share_heard
+from tools.testbed.hubs import hub_process
 from tools.testbed.voicebed import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
@@ -52,11 +51,8 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
     procs = []
     try:
         hub_log = tmp_path / "hub.log"
-        with hub_log.open("wb") as out:
-            hub = subprocess.Popen([sys.executable, "-m", "tools.testbed.minihub", "--config", str(hub_cfg)],
-                                   env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        hub, port = hub_process(hub_cfg, env, hub_log, timeout=180)
         procs.append(hub)
-        port = int(_wait_line(hub_log, "READY ", hub, 180).split()[-1])
         sat_log = tmp_path / "satellite.log"
         with sat_log.open("wb") as out:
             cmd = [sys.executable, "-m", "iris_voice.cli", "--config", str(sat_cfg), "-v",

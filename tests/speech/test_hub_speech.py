@@ -27,7 +27,7 @@ from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin import build_registry
 from tests.support.hub_helpers import EchoBackend
 from tools.testbed.fixtures import read_wav
-from tools.testbed.minihub import start_hub
+from tools.testbed.hubs import start_hub
 
 pytestmark = pytest.mark.speech
 

@@ -26,7 +26,7 @@ from tests.support.fakes_audio import (
     frames,
 )
 from tests.support.hub_helpers import EchoBackend, make_part
-from tools.testbed.minihub import start_hub
+from tools.testbed.hubs import start_hub
 
 CFG = Config.model_validate({"satellite": {"reconnect_max_s": 0.2, "connect_timeout_s": 1.0}})
 

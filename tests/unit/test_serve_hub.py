@@ -4,6 +4,7 @@ timers with no speaker, and the headless hub's lifecycle (READY, status, SIGTERM
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import socket
 import sys
@@ -132,20 +133,14 @@ def _finished(timer_id: int) -> TimerFinished:
 
 async def test_a_timer_with_nowhere_to_be_said_is_logged_and_kept(caplog):
     router = TimerRouter(keep=2)
-    assert await router.deliver(_finished(1)) is False
+    for timer_id in (1, 2, 3):
+        router.deliver(_finished(timer_id))
     assert "no speaker or satellite" in caplog.text and "Your tea timer is done." in caplog.text
-    taken = []
-
-    async def satellite(event: TimerFinished) -> bool:
-        taken.append(event.timer_id)
-        return event.timer_id != 3  # this satellite is gone for timer 3
-
-    router.routes.append(satellite)
-    assert await router.deliver(_finished(2)) is True
-    assert await router.deliver(_finished(3)) is False
-    await router.deliver(_finished(4))
-    assert taken == [2, 3, 4]
-    assert [t["id"] for t in router.unannounced] == [1, 3]
+    assert [t["id"] for t in router.unannounced] == [2, 3]  # the newest `keep`
+    kitchen = dataclasses.replace(_finished(4), origin="kitchen")
+    router.on_event(kitchen)  # a satellite's timer is its part's to ring, not kept here
+    router.on_event(_finished(5))
+    assert router._queue.qsize() == 1 and router._queue.get_nowait().timer_id == 5
 
 
 def _hub(tmp_path, monkeypatch) -> tuple[Hub, socket.socket, int]:

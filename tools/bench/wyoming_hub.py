@@ -1,7 +1,7 @@
 """One hub serving 1, 2, 3 and 4 satellites at once: turns per minute and first audio.
 
-The hub is a process of its own (``tools.testbed.minihub``: IRIS's ``SatellitePart`` with
-Whisper tiny.en and Piper behind a Wyoming server, until ``iris serve`` replaces it). Each
+The hub is a process of its own: ``iris serve`` (Whisper tiny.en, Piper, its
+``SatellitePart`` among the Wyoming service's parts). Each
 satellite is a protocol-level client from the ``wyoming`` package that sends recorded
 spoken questions (the fixtures, cut to what a satellite's endpointing would send: 0.4 s
 before the speech, 0.4 s after) in a loop, the way ``iris satellite`` sends an utterance
@@ -38,6 +38,8 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.pipeline import PipelineStage, RunPipeline
+
+from tools.testbed.hubs import hub_process, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SETS = {
@@ -145,30 +147,8 @@ def start_hub(env: dict[str, str], workdir: Path, jobs: int) -> tuple[subprocess
         f'[tools]\ntimezone = "UTC"\n[llm]\nkeep_alive = "-1"\n[satellite]\nhub_speech_jobs = {jobs}\n'
     )
     log = workdir / "hub.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tools.testbed.minihub", "--config", str(cfg)],
-                                env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        for line in log.read_text(errors="replace").splitlines():
-            if line.startswith("READY "):
-                return proc, int(line.split()[1]), log
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the hub did not start:\n{log.read_text(errors='replace')[-2000:]}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    proc, port = hub_process(cfg, env, log)
+    return proc, port, log
 
 
 def bench_set(
@@ -201,7 +181,7 @@ def bench_set(
                           flush=True)  # fmt: skip
         finally:
             for proc, _port, log in hubs.values():
-                stop(proc)
+                stop_process(proc)
                 tracebacks = log.read_text(errors="replace").count("Traceback")
                 if tracebacks:
                     print(f"  a hub logged {tracebacks} tracebacks ({log})", file=sys.stderr)
