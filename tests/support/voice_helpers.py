@@ -32,9 +32,7 @@ def clock_hours(said: str) -> set[int]:
     "241 a.m." (the colon dropped) all give 2, as does "2-4-1 a.m." (read digit by digit);
     "12 p.m." gives 12. A bare number is no time."""
     hours = set()
-    for m in re.finditer(
-        r"(?<![\d-])(\d{1,2})(?:[:.\s-]?(\d)-?(\d))?\s*(?:[ap]\.?\s?m\b|o'?clock)", said.lower()
-    ):
+    for m in re.finditer(r"(?<![\d-])(\d{1,2})(?:[:.\s-]?(\d)-?(\d))?\s*(?:[ap]\.?\s?m\b|o'?clock)", said.lower()):
         hours.add(int(m.group(1)))
     for m in re.finditer(r"\b(\d{1,2}):(\d{2})\b", said):
         hours.add(int(m.group(1)))
