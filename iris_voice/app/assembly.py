@@ -76,15 +76,18 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
 
 
 def build_transcriber(cfg: Config) -> Transcriber:
-    """faster-whisper here (decoding while the user speaks with ``stt.incremental``), or the
-    Wyoming server at ``stt.uri`` (``stt.engine = "wyoming"``: one request per utterance)."""
+    """faster-whisper here, or the Wyoming server at ``stt.uri`` (``stt.engine = "wyoming"``);
+    either decodes while the user speaks with ``stt.incremental`` (remotely: one request per
+    piece at a pause, and per speculative decode)."""
+    stt: Transcriber
     if cfg.stt.engine == "wyoming":
         from iris_voice.speech.wyoming_stt import WyomingTranscriber
 
-        return WyomingTranscriber(cfg.stt)
-    from iris_voice.speech.stt import FasterWhisperTranscriber
+        stt = WyomingTranscriber(cfg.stt)
+    else:
+        from iris_voice.speech.stt import FasterWhisperTranscriber
 
-    stt: Transcriber = FasterWhisperTranscriber(cfg.stt)
+        stt = FasterWhisperTranscriber(cfg.stt)
     if cfg.stt.incremental:
         from iris_voice.speech.stt_stream import StreamingTranscriber
 

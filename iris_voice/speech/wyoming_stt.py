@@ -5,9 +5,11 @@ One request per utterance: ``transcribe`` + ``audio-start`` / ``audio-chunk``…
 ``audio-stop`` → ``transcript``. A server that streams its transcript
 (``supports_transcript_streaming``) answers ``transcript-start`` / ``transcript-chunk``… /
 ``transcript-stop`` before the final ``transcript``; the final one is the text, and the
-chunks are joined only if it never comes. IRIS has endpointed the utterance already, so
-the audio goes in one burst at the end (16 kHz int16: 32 kB per second of speech, a few
-milliseconds on a LAN) rather than frame by frame while the user speaks.
+chunks are joined only if it never comes. IRIS has endpointed the audio already, so it
+goes in one burst (16 kHz int16: 32 kB per second of speech, a few milliseconds on a LAN)
+rather than frame by frame while the user speaks: a Whisper server decodes only at
+``audio-stop`` anyway. Decoding while the user speaks is IRIS's own ``stt.incremental``
+(``stt_stream``), which sends the pieces at pauses and the speculative decode as requests.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ log = logging.getLogger(__name__)
 
 CHUNK_SAMPLES = 1024
 """Samples per ``audio-chunk`` (64 ms at 16 kHz, as Wyoming's own clients send)."""
+RETRY_AFTER_S = 2.0
+"""After a failure, requests within this long fail at once with the same error: the pieces
+of one utterance (``stt.incremental``) must not each wait ``stt.timeout_s`` for a hung
+server; the next question, seconds later, tries the server again."""
 
 
 def stt_endpoint(cfg: SttConfig) -> Endpoint:
@@ -36,10 +42,11 @@ def stt_endpoint(cfg: SttConfig) -> Endpoint:
 
 
 class WyomingTranscriber:
-    """``Transcriber`` that sends each utterance to a Wyoming ASR server."""
+    """``Transcriber`` that sends each utterance (or piece of one) to a Wyoming ASR server;
+    ``StreamingTranscriber`` wraps it for ``stt.incremental`` as it wraps faster-whisper."""
 
     supports_streaming = False
-    """One request per utterance (the audio is sent once IRIS has endpointed it)."""
+    """One request per call (the audio is sent once IRIS has it all)."""
 
     def __init__(self, cfg: SttConfig) -> None:
         self.cfg = cfg
@@ -48,11 +55,13 @@ class WyomingTranscriber:
         self.reach = Reachability(self.endpoint, "speech recognition server (stt.uri)")
         self.streams_transcript = False
         """The server said (``info``) that it streams its transcript."""
+        self._failed_at = 0.0
 
     async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
         """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is sent as is); "" for nothing.
 
-        ``prompt`` is accepted for the local engine's signature; Wyoming has no field for it.
+        ``prompt`` (the words before this piece, ``stt.incremental``) has no Wyoming field:
+        each piece is decoded on its own.
         Raises ``SpeechError`` (``stt-unreachable``) naming ``stt.uri`` when the server is
         gone, slow beyond ``stt.timeout_s`` or reports an error.
         """
@@ -60,10 +69,13 @@ class WyomingTranscriber:
         if pcm.size == 0:
             return ""
         start = time.perf_counter()
+        if self.reach.down is not None and time.monotonic() - self._failed_at < RETRY_AFTER_S:
+            raise SpeechError(self.endpoint.code, self.reach.down)
         try:
             text = await self._request(pcm)
         except SpeechError as exc:
             self.reach.failed(exc)
+            self._failed_at = time.monotonic()
             raise
         self.reach.answered()
         log.debug("remote transcript of %.2f s in %.3f s: %r",

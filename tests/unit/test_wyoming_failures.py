@@ -95,9 +95,15 @@ def test_the_assembly_builds_the_remote_adapters():
 
     cfg = parse({"stt": {"engine": "wyoming", "uri": "tcp://box:10300"},
                  "tts": {"engine": "wyoming", "uri": "tcp://box:10200"}})  # fmt: skip
-    assert isinstance(build_transcriber(cfg), WyomingTranscriber)
+    from iris_voice.speech.stt_stream import StreamingTranscriber
+
     assert isinstance(build_synthesizer(cfg), WyomingSynthesizer)
-    assert not build_transcriber(cfg).supports_streaming
+    wrapped = build_transcriber(cfg)  # stt.incremental: pieces decoded remotely while the user speaks
+    assert isinstance(wrapped, StreamingTranscriber) and isinstance(wrapped.inner, WyomingTranscriber)
+    whole = build_transcriber(
+        cfg.model_copy(update={"stt": cfg.stt.model_copy(update={"incremental": False})})
+    )
+    assert isinstance(whole, WyomingTranscriber) and not whole.supports_streaming
 
 
 # -- servers that are gone or hung ----------------------------------------------------------
@@ -130,6 +136,29 @@ async def test_a_server_that_never_answers_times_out_naming_the_timeout_key():
                 await call()
             assert 0.3 < time.monotonic() - start < 2.0
             assert key in err.value.message, err.value.message
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_pieces_of_one_utterance_do_not_each_wait_for_a_hung_server():
+    async def accept_and_ignore(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    server = await asyncio.start_server(accept_and_ignore, "127.0.0.1", 0)
+    stt = stt_at(f"tcp://127.0.0.1:{server.sockets[0].getsockname()[1]}", 0.4)
+    try:
+        with pytest.raises(SpeechError):
+            await stt.transcribe(SECOND)  # waits the timeout
+        start = time.monotonic()
+        with pytest.raises(SpeechError) as err:
+            await stt.transcribe(SECOND)  # the same utterance's tail: at once
+        assert time.monotonic() - start < 0.1 and "stt.timeout_s" in err.value.message
+        stt._failed_at -= 10  # the next question, seconds later, tries the server again
+        start = time.monotonic()
+        with pytest.raises(SpeechError):
+            await stt.transcribe(SECOND)
+        assert time.monotonic() - start > 0.3
     finally:
         server.close()
         await server.wait_closed()

@@ -19,10 +19,12 @@ How each is pointed at local files (read from their 3.8.1 / 2.5.2 sources):
 
 from __future__ import annotations
 
-import asyncio
+import atexit
 import contextlib
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,7 +40,7 @@ READY_TIMEOUT_S = 90.0
 """Longest wait for a server to answer ``describe`` (loading the model on 2 busy cores)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class WyomingServer:
     """A running Wyoming server process."""
 
@@ -51,8 +53,10 @@ class WyomingServer:
     """What the server printed (drained so its pipe never fills)."""
 
     def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL."""
+        """SIGTERM, then SIGKILL (a paused server is resumed first, so it can exit)."""
+        _RUNNING.discard(self)
         if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout)
@@ -68,6 +72,16 @@ class WyomingServer:
     def resume(self) -> None:
         """SIGCONT after ``pause``."""
         self.process.send_signal(signal.SIGCONT)
+
+
+_RUNNING: set[WyomingServer] = set()
+"""Servers started and not yet stopped: stopped at interpreter exit, whatever ended the run."""
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_RUNNING):
+        server.stop(timeout=2.0)
 
 
 def whisper_args(port: int, data_dir: Path, model: str = "tiny.en", threads: int = 2) -> list[str]:
@@ -99,18 +113,18 @@ def _pump(stream, sink: list[str]) -> None:
 
 
 def _describe_ok(uri: str) -> bool:
-    from wyoming.client import AsyncClient
-    from wyoming.info import Describe, Info
-
-    async def ask() -> bool:
-        async with AsyncClient.from_uri(uri, connect_timeout=1.0, read_timeout=5.0) as client:
-            await client.write_event(Describe().event())
-            event = await client.read_event()
-            return event is not None and Info.is_type(event.type)
-
+    """Does the server answer ``describe`` with ``info``? (Plain sockets: callable from
+    inside or outside an event loop.)"""
+    host, port = uri.removeprefix("tcp://").rsplit(":", 1)
     try:
-        return asyncio.run(ask())
-    except (OSError, TimeoutError):
+        with socket.create_connection((host, int(port)), timeout=5.0) as sock:
+            sock.sendall(json.dumps({"type": "describe"}).encode() + b"\n")
+            header = sock.makefile("rb").readline()
+    except OSError:
+        return False
+    try:
+        return json.loads(header).get("type") == "info"
+    except ValueError:
         return False
 
 
@@ -121,17 +135,26 @@ def start(name: str, args: list[str], uri: str) -> WyomingServer:
         args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
     )
     server = WyomingServer(name, process, uri)
+    _RUNNING.add(server)
     threading.Thread(target=_pump, args=(process.stdout, server.log), daemon=True).start()
+    try:
+        _wait_ready(server)
+    except BaseException:  # never leave a server behind (a failed or interrupted start)
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(server: WyomingServer) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if server.process.poll() is not None:
             tail = "\n".join(server.log[-20:])
-            raise RuntimeError(f"wyoming {name} exited ({process.returncode}):\n{tail}")
-        if _describe_ok(uri):
-            return server
+            raise RuntimeError(f"wyoming {server.name} exited ({server.process.returncode}):\n{tail}")
+        if _describe_ok(server.uri):
+            return
         time.sleep(0.3)
-    server.stop()
-    raise RuntimeError(f"wyoming {name} did not answer describe within {READY_TIMEOUT_S:g} s")
+    raise RuntimeError(f"wyoming {server.name} did not answer describe within {READY_TIMEOUT_S:g} s")
 
 
 @contextlib.contextmanager
