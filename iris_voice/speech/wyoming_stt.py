@@ -56,6 +56,8 @@ class WyomingTranscriber:
         self.streams_transcript = False
         """The server said (``info``) that it streams its transcript."""
         self._failed_at = 0.0
+        self.sent_ms: float | None = None
+        """The last request's protocol work on this side: connecting and sending the audio."""
 
     async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
         """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is sent as is); "" for nothing.
@@ -84,6 +86,7 @@ class WyomingTranscriber:
 
     async def _request(self, pcm: np.ndarray) -> str:
         fmt = {"rate": SAMPLE_RATE, "width": 2, "channels": 1}
+        start = time.perf_counter()
         async with connect(self.endpoint) as session:
             language = self.cfg.language or None
             await session.send(Transcribe(language=language).event())
@@ -93,6 +96,7 @@ class WyomingTranscriber:
             for offset in range(0, len(data), step):
                 await session.send(AudioChunk(audio=data[offset : offset + step], **fmt).event())
             await session.send(AudioStop().event())
+            self.sent_ms = (time.perf_counter() - start) * 1000
             pieces: list[str] = []
             while True:
                 event = await session.receive()

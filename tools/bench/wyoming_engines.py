@@ -78,6 +78,7 @@ async def bench_stt(stt_uri: str, rounds: int) -> None:
     await remote.warmup()
     audio = {name: read_wav(name) for name in QUESTIONS}
     times: dict[str, list[float]] = {"local": [], "remote": []}
+    sent: list[float] = []
     texts: dict[str, dict[str, str]] = {"local": {}, "remote": {}}
     for r in range(rounds):
         for name in QUESTIONS:
@@ -87,10 +88,14 @@ async def bench_stt(stt_uri: str, rounds: int) -> None:
                 start = time.perf_counter()
                 texts[which][name] = await engine.transcribe(audio[name])
                 times[which].append((time.perf_counter() - start) * 1000)
+                if which == "remote" and remote.sent_ms is not None:
+                    sent.append(remote.sent_ms)
     same = sum(texts["local"][n].lower() == texts["remote"][n].lower() for n in QUESTIONS)
     print(f"\nSTT: {len(QUESTIONS)} spoken questions x {rounds} rounds, ms to the transcript "
           f"(tiny.en int8 beam 1, 2 threads both)")  # fmt: skip
     line("transcribe", times["local"], times["remote"])
+    print(f"  of the remote time, connecting and sending the audio: p50 {pct(sent, 0.5):.2f}  "
+          f"p95 {pct(sent, 0.95):.2f}")  # fmt: skip
     print(f"  same transcript local and remote: {same}/{len(QUESTIONS)}")
     for name in QUESTIONS:
         if texts["local"][name].lower() != texts["remote"][name].lower():
