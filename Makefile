@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -117,6 +117,11 @@ bench-stt: setup
 
 bench-speech: setup
 	$(BIN)/python -m tools.bench.speech
+
+# Over the Wyoming protocol: local engines vs the same models behind wyoming-faster-whisper and
+# wyoming-piper on loopback (STT, TTS first chunk, whole turns; overhead p50/p95), `ROUNDS=N`.
+bench-wyoming: setup
+	$(BIN)/python -m tools.bench.wyoming_engines $(if $(ROUNDS),--rounds $(ROUNDS))
 
 bench-audio: venv audio-deps
 	$(BIN)/python -m tools.bench.audio

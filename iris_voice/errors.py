@@ -25,6 +25,8 @@ class Code(StrEnum):
     MODEL_INVALID = "model-invalid"
     STT_FAILED = "stt-failed"
     TTS_FAILED = "tts-failed"
+    STT_UNREACHABLE = "stt-unreachable"
+    TTS_UNREACHABLE = "tts-unreachable"
     AUDIO_UNAVAILABLE = "audio-unavailable"
     AUDIO_DEVICE_FAILED = "audio-device-failed"
     AUDIO_FILE_INVALID = "audio-file-invalid"
@@ -49,7 +51,7 @@ EXIT_USAGE = 2
 EXIT_NO_DAEMON = 3
 """The command needs the running daemon and there is none."""
 EXIT_UNAVAILABLE = 69
-"""EX_UNAVAILABLE: the language-model server is unreachable or failed."""
+"""EX_UNAVAILABLE: the language-model server (or a remote speech server) is unreachable or failed."""
 EXIT_ALREADY_RUNNING = 75
 """EX_TEMPFAIL: IRIS already runs for this user (the systemd units do not restart on it)."""
 EXIT_PROTOCOL = 76
@@ -69,6 +71,8 @@ _EXIT_CODES = {
     Code.DAEMON_BAD_REPLY: EXIT_PROTOCOL,
     Code.DAEMON_NOT_RUNNING: EXIT_NO_DAEMON,
     **dict.fromkeys(LLM_CODES, EXIT_UNAVAILABLE),
+    Code.STT_UNREACHABLE: EXIT_UNAVAILABLE,
+    Code.TTS_UNREACHABLE: EXIT_UNAVAILABLE,
 }
 
 
@@ -83,6 +87,15 @@ def exit_code(code: str | None) -> int:
 def is_llm_code(code: str | None) -> bool:
     """True for the codes of a language-model server failure."""
     return code in LLM_CODES
+
+
+SPEECH_SERVER_CODES = frozenset({Code.STT_UNREACHABLE, Code.TTS_UNREACHABLE})
+"""The codes of a remote speech server (Wyoming) that is gone or failing."""
+
+
+def is_speech_server_code(code: str | None) -> bool:
+    """True for a remote speech server failure (not a local model problem)."""
+    return code in SPEECH_SERVER_CODES
 
 
 class IrisError(Exception):

@@ -92,6 +92,29 @@ def virtual_audio():
         yield bed
 
 
+def _why_no_wyoming() -> str | None:
+    servers = [("wyoming_faster_whisper", "wyoming-faster-whisper"), ("wyoming_piper", "wyoming-piper")]
+    for module, package in servers:
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not importable by {sys.executable} (install {package}: requirements/dev.txt)"
+    return _why_no_speech()
+
+
+@pytest.fixture(scope="session")
+def wyoming_servers() -> Iterator[Any]:
+    """Real ``wyoming-faster-whisper`` (tiny.en) and ``wyoming-piper`` (the joe voice) on
+    loopback for the session (``tools/testbed/wyoming_servers.py``): (stt, tts), each with
+    ``.uri``. Skips when the server packages or the speech models are missing."""
+    reason = _why_no_wyoming()
+    if reason:
+        print(f"\nskipping Wyoming tests: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    from tools.testbed.wyoming_servers import speech_servers
+
+    with speech_servers() as servers:
+        yield servers
+
+
 @pytest.fixture(scope="session")
 def judge(speech_manifest):
     """Whisper base: a second, larger ear that judges what IRIS said in a recording."""

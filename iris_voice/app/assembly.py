@@ -60,8 +60,6 @@ def needs_wake_word(cfg: Config) -> bool:
 
 def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
     """Construct (not yet load) the STT, TTS, VAD and wake-word adapters."""
-    from iris_voice.speech.stt import FasterWhisperTranscriber
-    from iris_voice.speech.tts import PiperSynthesizer
     from iris_voice.speech.vad import SileroDetector
 
     detector = None
@@ -69,19 +67,45 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
         from iris_voice.speech.wake import OpenWakeWordDetector
 
         detector = OpenWakeWordDetector(cfg.wake)
-    stt: Transcriber = FasterWhisperTranscriber(cfg.stt)
+    turn = None
+    if cfg.audio.end_of_turn == "smart_turn":
+        from iris_voice.speech.turn import SmartTurnDetector
+
+        turn = SmartTurnDetector()
+    return Engines(build_transcriber(cfg), build_synthesizer(cfg), SileroDetector(), detector, turn)
+
+
+def build_transcriber(cfg: Config) -> Transcriber:
+    """faster-whisper here, or the Wyoming server at ``stt.uri`` (``stt.engine = "wyoming"``);
+    either decodes while the user speaks with ``stt.incremental`` (remotely: one request per
+    piece at a pause, and per speculative decode)."""
+    stt: Transcriber
+    if cfg.stt.engine == "wyoming":
+        from iris_voice.speech.wyoming_stt import WyomingTranscriber
+
+        stt = WyomingTranscriber(cfg.stt)
+    else:
+        from iris_voice.speech.stt import FasterWhisperTranscriber
+
+        stt = FasterWhisperTranscriber(cfg.stt)
     if cfg.stt.incremental:
         from iris_voice.speech.stt_stream import StreamingTranscriber
 
         stt = StreamingTranscriber(
             stt, cfg.stt.incremental_min_s, cfg.stt.incremental_pause_ms / 1000, cfg.stt.speculative
         )
-    turn = None
-    if cfg.audio.end_of_turn == "smart_turn":
-        from iris_voice.speech.turn import SmartTurnDetector
+    return stt
 
-        turn = SmartTurnDetector()
-    return Engines(stt, PiperSynthesizer(cfg.tts), SileroDetector(), detector, turn)
+
+def build_synthesizer(cfg: Config) -> Synthesizer:
+    """Piper here, or the Wyoming server at ``tts.uri`` (``tts.engine = "wyoming"``)."""
+    if cfg.tts.engine == "wyoming":
+        from iris_voice.speech.wyoming_tts import WyomingSynthesizer
+
+        return WyomingSynthesizer(cfg.tts)
+    from iris_voice.speech.tts import PiperSynthesizer
+
+    return PiperSynthesizer(cfg.tts)
 
 
 def build_listener(

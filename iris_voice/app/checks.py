@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from iris_voice.config import Config
@@ -73,9 +74,14 @@ def mcp_problems(cfg: Config) -> list[str]:
 
 
 def speech_problems(cfg: Config) -> list[str]:
-    """The speech models the voice daemon loads must be there (found, not loaded)."""
+    """The speech models the voice daemon loads must be there (found, not loaded); a remote
+    engine (``engine = "wyoming"``) has its models on its server (``iris doctor`` asks it)."""
     out = []
-    checks = [lambda: whisper_model_dir(cfg.stt.model, join=False), lambda: piper_voice_files(cfg.tts.voice)]
+    checks: list[Callable[[], object]] = []
+    if cfg.stt.engine == "local":
+        checks.append(lambda: whisper_model_dir(cfg.stt.model, join=False))
+    if cfg.tts.engine == "local":
+        checks.append(lambda: piper_voice_files(cfg.tts.voice))
     if cfg.audio.activation == "wake_word" or cfg.audio.barge_in == "wake_word":
         checks.append(lambda: resolve_wake_model(cfg.wake.model))
     if cfg.audio.end_of_turn == "smart_turn":

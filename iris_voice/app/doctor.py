@@ -1,11 +1,12 @@
-"""``iris doctor``: is the language model usable, and if not, what to do about it."""
+"""``iris doctor``: is the language model usable, and the remote speech servers, and if not,
+what to do about it."""
 
 from __future__ import annotations
 
 import asyncio
 
 from iris_voice.config import Config
-from iris_voice.errors import ConfigError, LlmError
+from iris_voice.errors import ConfigError, LlmError, SpeechError
 from iris_voice.llm.client import OllamaBackend
 
 
@@ -14,6 +15,42 @@ async def run_checks(cfg: Config) -> list[tuple[bool, str]]:
     results = await _local_checks(cfg)
     if cfg.boost.enabled:
         results.append(await _planner_check(cfg))
+    results += await speech_server_checks(cfg)
+    return results
+
+
+async def speech_server_checks(cfg: Config) -> list[tuple[bool, str]]:
+    """Each configured Wyoming speech server (``describe`` → ``info``): what it serves."""
+    from iris_voice.speech.wyoming_client import describe
+    from iris_voice.speech.wyoming_stt import stt_endpoint
+    from iris_voice.speech.wyoming_tts import tts_endpoint
+
+    results: list[tuple[bool, str]] = []
+    for engine, endpoint in (("stt", stt_endpoint(cfg.stt)), ("tts", tts_endpoint(cfg.tts))):
+        if getattr(cfg, engine).engine != "wyoming":
+            continue
+        label = "speech recognition" if engine == "stt" else "speech synthesis"
+        try:
+            info = await describe(endpoint)
+        except SpeechError as exc:
+            results.append((False, f"{label} server: {exc.message}"))
+            continue
+        programs = info.asr if engine == "stt" else info.tts
+        if not programs:
+            results.append((False, f"{label} server: {endpoint.uri} answers but serves no {engine} program"))
+            continue
+        served = []
+        for p in programs:
+            if engine == "stt":
+                names = [m.name for m in p.models if m.installed] or [m.name for m in p.models]
+                streams = "streams its transcript" if p.supports_transcript_streaming else "whole transcripts"
+            else:
+                names = [v.name for v in p.voices if v.installed] or [v.name for v in p.voices]
+                streams = "streams text in" if p.supports_synthesize_streaming else "whole sentences"
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            version = f" {p.version}" if p.version else ""
+            served.append(f"{p.name}{version} ({shown or 'no model listed'}; {streams})")
+        results.append((True, f"{label} server: {endpoint.uri} serves {'; '.join(served)}"))
     return results
 
 

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from iris_voice.app.control import reply_fields, request
 from iris_voice.config import Config
-from iris_voice.errors import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, is_llm_code
+from iris_voice.errors import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, is_llm_code, is_speech_server_code
 from iris_voice.safejson import one_line
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None)
     failed = [t["error"] for t in turns if t.get("error")]
     for error in failed:
         print(f"iris: {error.get('message', '')} [{error.get('code', '')}]", file=sys.stderr)
-    if any(is_llm_code(e.get("code")) for e in failed):
+    if any(is_llm_code(e.get("code")) or is_speech_server_code(e.get("code")) for e in failed):
         return EXIT_UNAVAILABLE
     return EXIT_FAILED if failed else 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are IRIS, a voice assistant on the user's Linux desktop. Your replies are spoken aloud: "
@@ -120,8 +120,14 @@ class WakeConfig(_Section):
 
 
 class SttConfig(_Section):
-    """Speech to text (faster-whisper)."""
+    """Speech to text (faster-whisper here, or a Wyoming ASR server elsewhere)."""
 
+    engine: Literal["local", "wyoming"] = "local"
+    """"local": faster-whisper in IRIS; "wyoming": the Wyoming server at ``uri``."""
+    uri: Annotated[str, Field(validate_default=True)] = ""
+    """The Wyoming server (``tcp://HOST:PORT`` or ``unix:///PATH``); needed by ``engine = "wyoming"``."""
+    timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0
+    """Wyoming: the longest wait to connect and for each reply (the transcript includes the decode)."""
     model: str = "tiny.en"
     """``tiny.en`` (packaged), ``base`` (packaged) or a CTranslate2 model directory."""
     language: str = "en"
@@ -129,7 +135,8 @@ class SttConfig(_Section):
     threads: Annotated[int, Field(ge=1, le=64)] = 2
     beam_size: Annotated[int, Field(ge=1, le=10)] = 1
     incremental: bool = True
-    """Decode while the user speaks, committing at pauses; only the tail is left at the end."""
+    """Decode while the user speaks, committing at pauses; only the tail is left at the end
+    (the local engine only)."""
     incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
     """Audio needed since the last commit before a pause is a commit point."""
     incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
@@ -138,10 +145,24 @@ class SttConfig(_Section):
     """At each pause, decode the words so far as if the question were over, and start
     answering them while the end of turn is being decided (needs ``incremental``)."""
 
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str, info: ValidationInfo) -> str:
+        value = wyoming_uri(value)
+        if info.data.get("engine") == "wyoming" and not value:
+            raise ValueError('is needed with engine = "wyoming" (e.g. tcp://HOST:10300)')
+        return value
+
 
 class TtsConfig(_Section):
-    """Text to speech (Piper)."""
+    """Text to speech (Piper here, or a Wyoming TTS server elsewhere)."""
 
+    engine: Literal["local", "wyoming"] = "local"
+    """"local": Piper in IRIS; "wyoming": the Wyoming server at ``uri``."""
+    uri: Annotated[str, Field(validate_default=True)] = ""
+    """The Wyoming server (``tcp://HOST:PORT`` or ``unix:///PATH``); needed by ``engine = "wyoming"``."""
+    timeout_s: Annotated[float, Field(gt=0, le=300)] = 5.0
+    """Wyoming: the longest wait to connect and for each reply (one sentence's audio)."""
     voice: str = ""
     """Path of a Piper ``.onnx`` voice (its ``.onnx.json`` beside it); "" = the packaged en_US joe voice."""
     length_scale: Annotated[float, Field(gt=0.3, le=3)] = 1.0
@@ -150,6 +171,14 @@ class TtsConfig(_Section):
     first_clause_words: Annotated[int, Field(ge=0, le=20)] = 4
     """A reply's first clause (",", ";", ":" or a dash after this many words) is spoken
     before the sentence is complete; 0 waits for whole sentences."""
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str, info: ValidationInfo) -> str:
+        value = wyoming_uri(value)
+        if info.data.get("engine") == "wyoming" and not value:
+            raise ValueError('is needed with engine = "wyoming" (e.g. tcp://HOST:10200)')
+        return value
 
 
 class RetrievalConfig(_Section):
@@ -186,3 +215,19 @@ def normalize_host(value: str) -> str:
         host = "127.0.0.1"
     port = port or ("443" if scheme == "https" and "://" in value else "11434")
     return f"{scheme}://{host}:{port}{path or ''}"
+
+
+def wyoming_uri(value: str) -> str:
+    """A Wyoming server address: ``tcp://HOST:PORT`` (an IPv6 host in brackets) or
+    ``unix:///PATH``; "" for none."""
+    value = value.strip()
+    if not value:
+        return ""
+    m = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})", value)
+    if m:
+        if not 0 < int(m.group(2)) < 65536:
+            raise ValueError(f"port out of range in {value!r}")
+        return value
+    if re.fullmatch(r"unix:///\S+", value):
+        return value
+    raise ValueError(f"must be tcp://HOST:PORT or unix:///PATH, not {value!r}")

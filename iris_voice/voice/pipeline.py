@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from iris_voice.audio import SAMPLE_RATE
+from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.conversation.responder import Responder
 from iris_voice.conversation.trace import TurnTrace
-from iris_voice.errors import LlmError
+from iris_voice.errors import LlmError, SpeechError, is_speech_server_code
 from iris_voice.events import (
     EventBus,
     LlmUnavailable,
@@ -55,6 +56,9 @@ from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
 log = logging.getLogger(__name__)
 
 UNREACHABLE = "Sorry, I can't reach my language model right now. I'll keep trying."
+STT_UNREACHABLE = "Sorry, I can't reach my speech recognition server right now. I'll keep trying."
+"""Said when the remote speech-to-text server (``stt.uri``) is gone; without a voice
+(the remote TTS gone too) a chime says that something failed."""
 STOP_WORDS = {
     "stop", "stop it", "stop talking", "be quiet", "quiet", "silence", "shut up", "enough",
     "that's enough", "never mind", "nevermind", "cancel", "dismiss", "ok stop", "okay stop",
@@ -274,6 +278,15 @@ class VoicePipeline:
                 if clip is not None:
                     await self.speaker.play_clip(*clip)
                 return await self.speaker.say(text)
+            except SpeechError as exc:
+                if not is_speech_server_code(exc.code):
+                    raise
+                # The remote voice is gone (its adapter logged it once): an alarm still
+                # rings with its chime; anything else gets one, so it is not silence.
+                log.info("announcement not spoken: %s", exc.message)
+                if clip is None:
+                    await self._chime()
+                return None
             except asyncio.CancelledError:
                 self.sink.stop()
                 raise
@@ -304,11 +317,17 @@ class VoicePipeline:
         try:
             self._set(State.TRANSCRIBING)
             started = self._clock()
-            if session is not None:  # most of it was decoded while the user spoke: the tail is left
-                text = await session.finish(utt.audio)
-                timings.update(session.timings())
-            else:
-                text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+            try:
+                if session is not None:  # most of it was decoded while the user spoke: the tail is left
+                    text = await session.finish(utt.audio)
+                    timings.update(session.timings())
+                else:
+                    text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+            except SpeechError as exc:
+                if not is_speech_server_code(exc.code):
+                    raise
+                await self._stt_unreachable(utt, exc, timings)
+                return
             timings["stt"] = round((self._clock() - started) * 1000, 1)
             text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
@@ -373,6 +392,14 @@ class VoicePipeline:
                     self.bus.publish(LlmUnavailable(exc.code, exc.message))
                     trace.extra["error"] = {"code": exc.code, "message": exc.message}
                     await self.speaker.say(UNREACHABLE)
+                except SpeechError as exc:
+                    if not is_speech_server_code(exc.code):
+                        raise
+                    # The remote voice is gone (its adapter logged it once): the answer is
+                    # in the trace and the log; the user hears a chime instead of nothing.
+                    log.info("reply not spoken: %s", exc.message)
+                    trace.extra["error"] = {"code": exc.code, "message": exc.message}
+                    await self._chime()
         except asyncio.CancelledError:
             self.responder.conversation.amend_last(reply.spoken)
             self.bus.publish(PlaybackStopped(True, reply.spoken))
@@ -381,6 +408,34 @@ class VoicePipeline:
             self._record(utt, text, trace, reply, timings)
         self.bus.publish(PlaybackStopped(False, reply.spoken))
         self.listener.follow_up()
+
+    async def _chime(self) -> None:
+        """The one sound IRIS makes without a voice (a remote TTS server that is gone)."""
+        rate = self.speaker.tts.sample_rate
+        await self.speaker.play_clip(chime(rate), rate)
+
+    async def _stt_unreachable(self, utt: Utterance, exc: SpeechError, timings: dict[str, Any]) -> None:
+        """The remote speech recognition server is gone: one sentence says so (a chime if
+        the voice is gone too), the turn is recorded with the error; IRIS keeps listening
+        and the next utterance tries the server again."""
+        log.info("utterance not transcribed: %s", exc.message)
+        trace = TurnTrace(text="")
+        trace.extra["error"] = {"code": exc.code, "message": exc.message}
+        reply = SpokenReply()
+        self.listener.answering()
+        try:
+            async with self.speech_lock:
+                self._set(State.SPEAKING)
+                try:
+                    reply = await self.speaker.say(STT_UNREACHABLE)
+                    trace.reply = STT_UNREACHABLE
+                except SpeechError as tts_exc:
+                    if not is_speech_server_code(tts_exc.code):
+                        raise
+                    await self._chime()
+        finally:
+            trace.finish()
+            self._record(utt, "", trace, reply, timings)
 
     def _record_stop(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
         """A stop command is a turn too (``iris ask --wav``, ``iris status`` show what was
