@@ -74,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         "--model", metavar="NAME", help="instead of wake.model: a built-in name or a .tflite file"
     )
 
-    sub.add_parser("doctor", help="check the Ollama server, the model, tools, echo cancellation and Wyoming servers")
+    sub.add_parser(
+        "doctor", help="check the Ollama server, the model, tools, echo cancellation and Wyoming servers"
+    )
     sub.add_parser("run", help="run the voice daemon in the foreground (what the systemd units start)")
     sv = sub.add_parser("serve", help="run IRIS headless as a Wyoming service for other machines ([serve])")
     sv.add_argument("--uri", help="instead of serve.uri, e.g. tcp://0.0.0.0:10700 (needs allow or token)")
