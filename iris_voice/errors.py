@@ -27,6 +27,7 @@ class Code(StrEnum):
     TTS_FAILED = "tts-failed"
     STT_UNREACHABLE = "stt-unreachable"
     TTS_UNREACHABLE = "tts-unreachable"
+    WYOMING_UNREACHABLE = "wyoming-unreachable"
     AUDIO_UNAVAILABLE = "audio-unavailable"
     AUDIO_DEVICE_FAILED = "audio-device-failed"
     AUDIO_FILE_INVALID = "audio-file-invalid"
@@ -51,7 +52,7 @@ EXIT_USAGE = 2
 EXIT_NO_DAEMON = 3
 """The command needs the running daemon and there is none."""
 EXIT_UNAVAILABLE = 69
-"""EX_UNAVAILABLE: the language-model server (or a remote speech server) is unreachable or failed."""
+"""EX_UNAVAILABLE: the language-model server, a remote speech server or a hub is unreachable."""
 EXIT_ALREADY_RUNNING = 75
 """EX_TEMPFAIL: IRIS already runs for this user (the systemd units do not restart on it)."""
 EXIT_PROTOCOL = 76
@@ -73,6 +74,7 @@ _EXIT_CODES = {
     **dict.fromkeys(LLM_CODES, EXIT_UNAVAILABLE),
     Code.STT_UNREACHABLE: EXIT_UNAVAILABLE,
     Code.TTS_UNREACHABLE: EXIT_UNAVAILABLE,
+    Code.WYOMING_UNREACHABLE: EXIT_UNAVAILABLE,
 }
 
 

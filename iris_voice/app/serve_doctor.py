@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from wyoming.client import AsyncClient
-from wyoming.info import Describe, Info
+from wyoming.info import Info
 
 from iris_voice.config import Config
 from iris_voice.config.serve import bind_host
+from iris_voice.errors import Code, SpeechError
+from iris_voice.speech import wyoming_client
+from iris_voice.speech.wyoming_client import Endpoint
 
 Check = tuple[bool | None, str]
 TIMEOUT_S = 3.0
@@ -26,16 +27,10 @@ def client_uri(uri: str) -> str:
     return uri
 
 
-async def describe(uri: str, timeout: float = TIMEOUT_S) -> Info:
-    """``describe`` → ``info`` from the service at ``uri`` (raises OSError or TimeoutError)."""
-    async with asyncio.timeout(timeout), AsyncClient.from_uri(uri) as client:
-        await client.write_event(Describe().event())
-        while True:
-            event = await client.read_event()
-            if event is None:
-                raise ConnectionResetError("closed without answering describe")
-            if Info.is_type(event.type):
-                return Info.from_event(event)
+async def describe(uri: str, key: str = "serve.uri", timeout: float = TIMEOUT_S) -> Info:
+    """``describe`` → ``info`` from the service at ``uri`` (``SpeechError`` naming ``key``
+    when it cannot be reached or does not answer)."""
+    return await wyoming_client.describe(Endpoint(uri, key, timeout, Code.WYOMING_UNREACHABLE))
 
 
 def _trust(cfg: Config) -> str:
@@ -57,10 +52,10 @@ async def serve_checks(cfg: Config, status: dict[str, Any] | None = None) -> lis
     expected = cfg.serve.enabled or bool(serving)
     try:
         info = await describe(client_uri(uri))
-    except (OSError, TimeoutError) as exc:
+    except SpeechError as exc:
         if not expected:
             return [(None, f"wyoming service: not running (iris serve, or serve.enabled = true; {uri})")]
-        return [(False, f"wyoming service: nothing answers describe at {uri} ({exc or 'timed out'})")]
+        return [(False, f"wyoming service: nothing answers describe ({exc.message})")]
     data = info.event().data
     programs = ", ".join(k for k, v in data.items() if v) or "nothing"
     checks: list[Check] = [(True, f"wyoming service: {uri} answers describe ({programs})")]
@@ -71,3 +66,30 @@ async def serve_checks(cfg: Config, status: dict[str, Any] | None = None) -> lis
         peers = ", ".join(c["peer"] for c in serving["clients"]) or "none"
         checks.append((None, f"wyoming clients: {len(serving['clients'])} connected ({peers})"))
     return checks
+
+
+async def satellite_checks(cfg: Config) -> list[Check]:
+    """With ``satellite.hub`` set: does the hub answer, and take this satellite's token."""
+    from wyoming.event import Event
+
+    from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
+
+    hub, token = cfg.satellite.hub, cfg.satellite.token
+    if not hub:
+        return []
+    endpoint = Endpoint(hub, "satellite.hub", TIMEOUT_S, Code.WYOMING_UNREACHABLE)
+    try:
+        info = await wyoming_client.describe(endpoint)
+    except SpeechError as exc:
+        return [(False, f"satellite hub: {exc.message}")]
+    if token:
+        try:
+            async with wyoming_client.connect(endpoint) as session:
+                await session.send(Event(AUTH_TYPE, {"token": token}))
+                answer = (await session.receive()).type
+        except SpeechError as exc:  # the hub answers a wrong token with an error event
+            answer = exc.message
+        if answer != AUTH_OK_TYPE:
+            return [(False, f"satellite hub: {hub} refuses satellite.token ({answer})")]
+    handles = [p.name for p in info.handle] or ["no handle program: is it iris serve?"]
+    return [(True, f"satellite hub: {hub} answers ({', '.join(handles)})")]

@@ -262,13 +262,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _serve_checks(cfg: config_mod.Config) -> list[tuple[bool | None, str]]:
     """``iris serve``'s lines (with its clients when the daemon or hub answers ``status``)."""
     from iris_voice.app.control import daemon_running, request
-    from iris_voice.app.serve_doctor import serve_checks
+    from iris_voice.app.serve_doctor import satellite_checks, serve_checks
 
     try:
         status = request("status", timeout=cfg.llm.connect_timeout_s + 5) if daemon_running() else None
     except (IrisError, OSError, ValueError):
         status = None
-    return asyncio.run(serve_checks(cfg, status if status and status.get("ok") else None))
+    checks = asyncio.run(serve_checks(cfg, status if status and status.get("ok") else None))
+    return checks + asyncio.run(satellite_checks(cfg))
 
 
 def _voice(name: str):

@@ -331,3 +331,21 @@ async def test_a_unix_socket_serves_too(tmp_path):
         await app.close()
     assert [p.name for p in info.handle] == ["iris"] and info.asr == [] and info.tts == []
     assert [c["peer"] for c in snap["clients"]] == ["unix-socket#1"]
+
+
+async def test_doctor_checks_a_satellites_hub_and_its_token(tmp_path):
+    from iris_voice.app.serve_doctor import satellite_checks
+    from iris_voice.config import SatelliteConfig
+
+    def with_hub(cfg: Config, hub: str, token: str) -> Config:
+        return cfg.model_copy(update={"satellite": SatelliteConfig(hub=hub, token=token)})
+
+    async with serving(tmp_path, token="s3cret") as (_svc, port, app):
+        uri = f"tcp://127.0.0.1:{port}"
+        right = await satellite_checks(with_hub(app.cfg, uri, "s3cret"))
+        wrong = await satellite_checks(with_hub(app.cfg, uri, "guess"))
+    gone = await satellite_checks(with_hub(app.cfg, uri, "s3cret"))
+    assert await satellite_checks(app.cfg) == []  # no satellite.hub: nothing to check
+    assert right == [(True, f"satellite hub: {uri} answers (iris)")]
+    assert wrong[0][0] is False and "refuses satellite.token" in wrong[0][1]
+    assert gone[0][0] is False and gone[0][1].startswith("satellite hub: satellite.hub: cannot connect")
