@@ -27,6 +27,7 @@ from tests.support.fakes_audio import (
 )
 from tests.support.hub_helpers import EchoBackend, make_part
 from tools.testbed.hubs import start_hub
+from tools.testbed.servers import free_port
 
 CFG = Config.model_validate({"satellite": {"reconnect_max_s": 0.2, "connect_timeout_s": 1.0}})
 
@@ -57,12 +58,6 @@ def question() -> list:
     return [frames(WAKE, 0.3), frames(SPEECH, 0.6), frames(SILENCE, 1.0)]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def wait_for(predicate, timeout: float = 10.0) -> None:
     for _ in range(int(timeout / 0.02)):
         if predicate():
@@ -71,9 +66,10 @@ async def wait_for(predicate, timeout: float = 10.0) -> None:
     raise AssertionError("timed out waiting")
 
 
-def make_satellite(port: int, sink: FakeSink) -> SatelliteClient:
-    listener = Listener(CFG.audio, FakeVad(), FakeWake(), EventBus().publish)
-    return SatelliteClient(CFG, f"tcp://127.0.0.1:{port}", "kitchen", listener, sink)
+def make_satellite(port: int, sink: FakeSink, token: str = "") -> SatelliteClient:
+    cfg = CFG.model_copy(update={"satellite": CFG.satellite.model_copy(update={"token": token})})
+    listener = Listener(cfg.audio, FakeVad(), FakeWake(), EventBus().publish)
+    return SatelliteClient(cfg, f"tcp://127.0.0.1:{port}", "kitchen", listener, sink)
 
 
 async def test_a_question_is_answered_through_the_satellites_speaker(tmp_path: Path) -> None:
@@ -193,6 +189,28 @@ async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path)
         await wait_for(lambda: sum(sink.clips) - answer >= 12000, timeout=5.0)
         assert [r.state for r in await timers.list()] == []  # rung, not left pending
         assert part.turns[-1][1].text == "Set a timer for one second."
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+
+
+async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Who wrote Hamlet?")
+    server, port = await start_hub([part], token="s3cret")
+    sink, source = FakeSink(speed=20.0), LiveSource()
+    good, bad = make_satellite(port, sink, token="s3cret"), make_satellite(port, FakeSink(), token="guess")
+    tasks = [asyncio.create_task(good.run(source)), asyncio.create_task(bad.run(LiveSource()))]
+    try:
+        await asyncio.wait_for(good.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: good.answers == 1)
+        assert not bad.connected.is_set() and not tasks[1].done()  # refused, and retrying
+        assert list(part.connected) == ["kitchen"] and part.connected["kitchen"].conn.peer
     finally:
         for task in tasks:
             task.cancel()
