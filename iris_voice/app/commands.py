@@ -9,9 +9,11 @@ monitor — never the whole daemon, so a command's reach is visible in its const
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.config import Config
 from iris_voice.conversation.history import Conversation
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
+from iris_voice.events import Event, LlmUnavailable
 from iris_voice.llm.client import OllamaBackend
 from iris_voice.timers.service import TimerService
 from iris_voice.voice.alarms import AlarmAnnouncer
@@ -39,6 +42,12 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(cuts[min(98, max(0, round(q) - 1))], 1)
 
 
+log = logging.getLogger(__name__)
+
+RETRY_DELAYS = (2.0, 5.0, 10.0, 30.0)
+"""Seconds between attempts to reach the language model, the last one repeated."""
+
+
 @dataclass
 class LlmHealth:
     """What IRIS last learned about its language-model server."""
@@ -47,6 +56,40 @@ class LlmHealth:
     """None until the first attempt."""
     error: str = ""
     """The last failure, for ``iris status``."""
+
+    async def connect(
+        self,
+        warmup: Callable[[], Awaitable[None]],
+        host: str,
+        publish: Callable[[Event], None],
+        *,
+        settled: asyncio.Event | None = None,
+        first_failure: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
+        """Load the model and fill its prompt cache (``warmup``); retry with backoff while the
+        server at ``host`` is down. ``settled`` is set after the first attempt either way;
+        ``first_failure`` runs once, when the first attempt fails (the daemon says so)."""
+        attempt = 0
+        while True:
+            try:
+                await warmup()
+                if self.reachable is False:
+                    log.info("language model reachable again at %s", host)
+                self.reachable, self.error = True, ""
+                if settled is not None:
+                    settled.set()
+                return
+            except LlmError as exc:
+                first = self.reachable is None
+                self.reachable, self.error = False, exc.message
+                publish(LlmUnavailable(exc.code, exc.message))
+                log.warning("%s [%s]", exc.message, exc.code)
+                if settled is not None:
+                    settled.set()
+                if first and first_failure is not None:  # said once; the retries are only logged
+                    await first_failure()
+            await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+            attempt += 1
 
 
 class ControlCommands:
@@ -200,19 +243,23 @@ class ControlCommands:
 
     async def timers(self, req: dict[str, Any]) -> dict[str, Any]:
         """``iris timers [list|cancel WHICH]``."""
-        service = self.timers_service
-        if req.get("action") == "cancel":
-            try:
-                rows = await service.cancel(str(req.get("which") or ""))
-            except ToolError as exc:
-                raise IrisError(Code.TIMER_NOT_FOUND, exc.message) from None
-            return {"cancelled": [r.id for r in rows]}
-        now = service.clock.now()
-        rows = await service.list()
-        return {
-            "timers": [
-                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
-                 "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
-                for r in rows
-            ]
-        }  # fmt: skip
+        return await timers_command(self.timers_service, req)
+
+
+async def timers_command(service: TimerService, req: dict[str, Any]) -> dict[str, Any]:
+    """``iris timers [list|cancel WHICH]`` against ``service`` (the daemon's or the hub's)."""
+    if req.get("action") == "cancel":
+        try:
+            rows = await service.cancel(str(req.get("which") or ""))
+        except ToolError as exc:
+            raise IrisError(Code.TIMER_NOT_FOUND, exc.message) from None
+        return {"cancelled": [r.id for r in rows]}
+    now = service.clock.now()
+    rows = await service.list()
+    return {
+        "timers": [
+            {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
+             "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
+            for r in rows
+        ]
+    }  # fmt: skip

@@ -28,8 +28,6 @@ from iris_voice.audio.chime import chime
 from iris_voice.audio.echo import EchoCanceller
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
-from iris_voice.errors import LlmError
-from iris_voice.events import LlmUnavailable
 from iris_voice.timers.origin import local_only
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
@@ -39,8 +37,6 @@ from iris_voice.voice.speaker import ReplySpeaker
 log = logging.getLogger(__name__)
 
 NOT_REACHABLE_AT_START = "My language model is not reachable yet. I'll keep trying."
-RETRY_DELAYS = (2.0, 5.0, 10.0, 30.0)
-"""Seconds between attempts to reach the language model, the last one repeated."""
 
 
 class Daemon:
@@ -187,26 +183,12 @@ class Daemon:
                         "interrupts IRIS instead", state.detail)  # fmt: skip
 
     async def _connect_llm(self) -> None:
-        """Load the model and fill the prompt cache; retry with backoff while the server is down."""
-        attempt = 0
-        while True:
-            try:
-                await self.app.responder.warmup()
-                if self.health.reachable is False:
-                    log.info("language model reachable again at %s", self.cfg.llm.host)
-                self.health.reachable, self.health.error = True, ""
-                self._llm_settled.set()
-                return
-            except LlmError as exc:
-                first = self.health.reachable is None
-                self.health.reachable, self.health.error = False, exc.message
-                self.bus.publish(LlmUnavailable(exc.code, exc.message))
-                log.warning("%s [%s]", exc.message, exc.code)
-                self._llm_settled.set()
-                if first:  # said once; the retries that follow are only logged
-                    await self.pipeline.announce(NOT_REACHABLE_AT_START)
-            await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
-            attempt += 1
+        """Load the model and fill the prompt cache; retry with backoff while the server is down
+        (the first failure is said once)."""
+        await self.health.connect(
+            self.app.responder.warmup, self.cfg.llm.host, self.bus.publish, settled=self._llm_settled,
+            first_failure=lambda: self.pipeline.announce(NOT_REACHABLE_AT_START),
+        )  # fmt: skip
 
     def status(self) -> dict[str, Any]:
         """What ``iris status`` shows (without the live reachability probe)."""

@@ -22,9 +22,8 @@ from typing import Any
 
 from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app
-from iris_voice.app.commands import LlmHealth
+from iris_voice.app.commands import LlmHealth, timers_command
 from iris_voice.app.control import ControlServer
-from iris_voice.app.daemon import RETRY_DELAYS
 from iris_voice.app.runtime import InstanceLock, sd_notify
 from iris_voice.app.serve import WyomingService
 from iris_voice.app.serve_parts import service_parts
@@ -32,8 +31,7 @@ from iris_voice.app.serve_trust import load_token
 from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config
 from iris_voice.conversation.trace import TurnTrace
-from iris_voice.errors import Code, IrisError, LlmError, ToolError
-from iris_voice.events import LlmUnavailable
+from iris_voice.errors import Code, IrisError, LlmError
 from iris_voice.llm.client import ChatBackend
 
 log = logging.getLogger(__name__)
@@ -114,20 +112,7 @@ class Hub:
 
     async def _connect_llm(self) -> None:
         """Load the model and fill its prompt cache; retry with backoff while the server is down."""
-        attempt = 0
-        while True:
-            try:
-                await self.app.responder.warmup()
-                if self.health.reachable is False:
-                    log.info("language model reachable again at %s", self.cfg.llm.host)
-                self.health.reachable, self.health.error = True, ""
-                return
-            except LlmError as exc:
-                self.health.reachable, self.health.error = False, exc.message
-                self.app.bus.publish(LlmUnavailable(exc.code, exc.message))
-                log.warning("%s [%s]", exc.message, exc.code)
-            await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
-            attempt += 1
+        await self.health.connect(self.app.responder.warmup, self.cfg.llm.host, self.app.bus.publish)
 
     def handlers(self) -> dict[str, Any]:
         """The control commands a headless hub answers."""
@@ -169,21 +154,7 @@ class Hub:
         }
 
     async def _timers(self, req: dict[str, Any]) -> dict[str, Any]:
-        service = self.app.timers
-        if req.get("action") == "cancel":
-            try:
-                rows = await service.cancel(str(req.get("which") or ""))
-            except ToolError as exc:
-                raise IrisError(Code.TIMER_NOT_FOUND, exc.message) from None
-            return {"cancelled": [r.id for r in rows]}
-        now = service.clock.now()
-        return {
-            "timers": [
-                {"id": r.id, "kind": r.kind, "label": r.label, "due_at": r.due_at, "paused": r.paused,
-                 "remaining_s": round(r.left(now), 1), "describe": service.describe(r, now)}
-                for r in await service.list()
-            ]
-        }  # fmt: skip
+        return await timers_command(self.app.timers, req)
 
     async def _ask(self, req: dict[str, Any]) -> dict[str, Any]:
         """``iris ask TEXT`` on the hub's machine: a turn in the hub's conversation (not spoken)."""
