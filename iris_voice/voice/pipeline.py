@@ -6,14 +6,15 @@ barge-in, nobody spoke), the transcriber turns utterances into text, the respond
 streams sentences, and the reply speaker plays them as they come. One turn runs at a
 time, as its own task, so a barge-in or ``iris stop`` cancels it cleanly; the sink is
 shared with announcements (timers, ``iris say``) through one lock, so IRIS never talks
-over itself.
+over itself. What is heard when a server is gone is ``servergone``'s, what a
+transcript's wake phrase and stop words mean is ``phrases``', what a turn's record holds
+is ``turnrecord``'s (their names stay importable from here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import re
 import time
@@ -24,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from iris_voice.audio import SAMPLE_RATE
-from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.conversation.responder import Responder
 from iris_voice.conversation.trace import TurnTrace
@@ -51,50 +51,15 @@ from iris_voice.voice.heard import (
 )
 from iris_voice.voice.held import HeldTurn
 from iris_voice.voice.listener import Listener
+from iris_voice.voice.phrases import STOP_WORDS as STOP_WORDS
+from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase
+from iris_voice.voice.phrases import wake_phrase_pattern as wake_phrase_pattern
+from iris_voice.voice.servergone import STT_UNREACHABLE as STT_UNREACHABLE
+from iris_voice.voice.servergone import UNREACHABLE, not_transcribed, say_stt_unreachable, voice_gone
 from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
+from iris_voice.voice.turnrecord import stop_trace, voice_turn_record
 
 log = logging.getLogger(__name__)
-
-UNREACHABLE = "Sorry, I can't reach my language model right now. I'll keep trying."
-STT_UNREACHABLE = "Sorry, I can't reach my speech recognition server right now. I'll keep trying."
-"""Said when the remote speech-to-text server (``stt.uri``) is gone; without a voice
-(the remote TTS gone too) a chime says that something failed."""
-STOP_WORDS = {
-    "stop", "stop it", "stop talking", "be quiet", "quiet", "silence", "shut up", "enough",
-    "that's enough", "never mind", "nevermind", "cancel", "dismiss", "ok stop", "okay stop",
-    "thank you stop", "thanks",
-}  # fmt: skip
-
-
-def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
-    """A regex for the wake phrase at the start of a transcript ("Hey Jarvis, …" → "…")."""
-    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
-    if not words:
-        return re.compile(r"^$")
-    *lead, last = words
-    prefix = "".join(rf"(?:{re.escape(w)}\W+)?" for w in lead)
-    return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
-
-
-def strip_wake_phrase(wake_name: str, text: str) -> str:
-    """``text`` without the wake phrase at its start, also as Whisper misspells it after
-    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the
-    wake word starts with it, however the transcript spells it."""
-    text = text.strip()
-    stripped = wake_phrase_pattern(wake_name).sub("", text, count=1)
-    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
-    if stripped != text or len(words) < 2:
-        return stripped.strip()
-    m = re.match(rf"^\W*{re.escape(words[0])}\W+(\w+)\b\W*", text, re.IGNORECASE)
-    if m and difflib.SequenceMatcher(None, m.group(1).lower(), words[-1]).ratio() >= 0.6:
-        return text[m.end() :].strip()
-    return text
-
-
-def is_stop_command(text: str) -> bool:
-    """True for "stop", "be quiet", "never mind"… said on their own."""
-    words = re.sub(r"[^\w' ]+", " ", text.lower()).split()
-    return " ".join(w for w in words if w not in {"please", "iris", "jarvis", "hey"}) in STOP_WORDS
 
 
 class VoicePipeline:
@@ -279,13 +244,10 @@ class VoicePipeline:
                     await self.speaker.play_clip(*clip)
                 return await self.speaker.say(text)
             except SpeechError as exc:
-                if not is_speech_server_code(exc.code):
-                    raise
                 # The remote voice is gone (its adapter logged it once): an alarm still
                 # rings with its chime; anything else gets one, so it is not silence.
-                log.info("announcement not spoken: %s", exc.message)
-                if clip is None:
-                    await self._chime()
+                if not await voice_gone(self.speaker, exc, "announcement", sound=clip is None):
+                    raise
                 return None
             except asyncio.CancelledError:
                 self.sink.stop()
@@ -393,13 +355,10 @@ class VoicePipeline:
                     trace.extra["error"] = {"code": exc.code, "message": exc.message}
                     await self.speaker.say(UNREACHABLE)
                 except SpeechError as exc:
-                    if not is_speech_server_code(exc.code):
-                        raise
                     # The remote voice is gone (its adapter logged it once): the answer is
                     # in the trace and the log; the user hears a chime instead of nothing.
-                    log.info("reply not spoken: %s", exc.message)
-                    trace.extra["error"] = {"code": exc.code, "message": exc.message}
-                    await self._chime()
+                    if not await voice_gone(self.speaker, exc, "reply", trace):
+                        raise
         except asyncio.CancelledError:
             self.responder.conversation.amend_last(reply.spoken)
             self.bus.publish(PlaybackStopped(True, reply.spoken))
@@ -409,61 +368,27 @@ class VoicePipeline:
         self.bus.publish(PlaybackStopped(False, reply.spoken))
         self.listener.follow_up()
 
-    async def _chime(self) -> None:
-        """The one sound IRIS makes without a voice (a remote TTS server that is gone)."""
-        rate = self.speaker.tts.sample_rate
-        await self.speaker.play_clip(chime(rate), rate)
-
     async def _stt_unreachable(self, utt: Utterance, exc: SpeechError, timings: dict[str, Any]) -> None:
         """The remote speech recognition server is gone: one sentence says so (a chime if
         the voice is gone too), the turn is recorded with the error; IRIS keeps listening
         and the next utterance tries the server again."""
-        log.info("utterance not transcribed: %s", exc.message)
-        trace = TurnTrace(text="")
-        trace.extra["error"] = {"code": exc.code, "message": exc.message}
+        trace = not_transcribed(exc)
         reply = SpokenReply()
         self.listener.answering()
         try:
             async with self.speech_lock:
                 self._set(State.SPEAKING)
-                try:
-                    reply = await self.speaker.say(STT_UNREACHABLE)
-                    trace.reply = STT_UNREACHABLE
-                except SpeechError as tts_exc:
-                    if not is_speech_server_code(tts_exc.code):
-                        raise
-                    await self._chime()
+                reply = await say_stt_unreachable(self.speaker, trace)
         finally:
             trace.finish()
             self._record(utt, "", trace, reply, timings)
 
     def _record_stop(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
-        """A stop command is a turn too (``iris ask --wav``, ``iris status`` show what was
-        heard), one with no reply and ``command: "stop"``."""
-        trace = TurnTrace(text=text)
-        trace.extra["command"] = "stop"
-        trace.finish()
-        self._record(utt, text, trace, SpokenReply(), timings)
+        self._record(utt, text, stop_trace(text), SpokenReply(), timings)
 
     def _record(
         self, utt: Utterance, text: str, trace: TurnTrace, reply: SpokenReply, timings: dict[str, Any]
     ) -> None:
-        result = trace.to_dict()
-        result["transcript"] = text
-        result["trigger"] = str(utt.trigger)
-        result["interrupted"] = reply.interrupted
-        result["spoken"] = reply.spoken
-        t = result["timings_ms"]
-        t.update(timings)
-        t["llm_first_token"] = t.pop("first_token", None)
-        t["tts_first_audio"] = reply.tts_first_ms
-        t["total"] = round(utt.hangover_s * 1000 + (self._clock() - utt.decided_at) * 1000, 1)
-        # A speaker sink knows when the first sample went to the device, a few ms after it
-        # was handed over; a later value belongs to a later burst (a gap between sentences).
-        device_at = self.sink.first_sample_at
-        if reply.first_audio_at is not None and device_at is not None:
-            if 0 <= device_at - reply.first_audio_at < 0.3:
-                t["first_audio_ms"] = round(utt.hangover_s * 1000 + (device_at - utt.decided_at) * 1000, 1)
-        result["first_audio_ms"] = t.get("first_audio_ms")
-        self.turns.append(result)
+        now, device_at = self._clock(), self.sink.first_sample_at
+        self.turns.append(voice_turn_record(utt, text, trace, reply, timings, now=now, device_at=device_at))
         self.turn_count += 1

@@ -1,0 +1,48 @@
+"""What a transcript says besides its question: the wake phrase at its start, and a stop
+command said on its own.
+
+Pure text, shared by the two places that run a spoken turn: the desktop pipeline
+(``voice.pipeline``) and the hub's turn for satellites (``app.hubturn``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+STOP_WORDS = {
+    "stop", "stop it", "stop talking", "be quiet", "quiet", "silence", "shut up", "enough",
+    "that's enough", "never mind", "nevermind", "cancel", "dismiss", "ok stop", "okay stop",
+    "thank you stop", "thanks",
+}  # fmt: skip
+
+
+def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
+    """A regex for the wake phrase at the start of a transcript ("Hey Jarvis, …" → "…")."""
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if not words:
+        return re.compile(r"^$")
+    *lead, last = words
+    prefix = "".join(rf"(?:{re.escape(w)}\W+)?" for w in lead)
+    return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
+
+
+def strip_wake_phrase(wake_name: str, text: str) -> str:
+    """``text`` without the wake phrase at its start, also as Whisper misspells it after
+    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the
+    wake word starts with it, however the transcript spells it."""
+    text = text.strip()
+    stripped = wake_phrase_pattern(wake_name).sub("", text, count=1)
+    words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
+    if stripped != text or len(words) < 2:
+        return stripped.strip()
+    m = re.match(rf"^\W*{re.escape(words[0])}\W+(\w+)\b\W*", text, re.IGNORECASE)
+    if m and difflib.SequenceMatcher(None, m.group(1).lower(), words[-1]).ratio() >= 0.6:
+        return text[m.end() :].strip()
+    return text
+
+
+def is_stop_command(text: str) -> bool:
+    """True for "stop", "be quiet", "never mind"… said on their own."""
+    words = re.sub(r"[^\w' ]+", " ", text.lower()).split()
+    return " ".join(w for w in words if w not in {"please", "iris", "jarvis", "hey"}) in STOP_WORDS
