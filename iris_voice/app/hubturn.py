@@ -29,7 +29,8 @@ from iris_voice.llm.client import ChatBackend, ChatChunk
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.origin import ORIGIN
-from iris_voice.voice.pipeline import UNREACHABLE, is_stop_command, strip_wake_phrase
+from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase
+from iris_voice.voice.servergone import UNREACHABLE
 
 log = logging.getLogger(__name__)
 

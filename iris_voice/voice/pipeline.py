@@ -51,10 +51,7 @@ from iris_voice.voice.heard import (
 )
 from iris_voice.voice.held import HeldTurn
 from iris_voice.voice.listener import Listener
-from iris_voice.voice.phrases import STOP_WORDS as STOP_WORDS
 from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase
-from iris_voice.voice.phrases import wake_phrase_pattern as wake_phrase_pattern
-from iris_voice.voice.servergone import STT_UNREACHABLE as STT_UNREACHABLE
 from iris_voice.voice.servergone import UNREACHABLE, not_transcribed, say_stt_unreachable, voice_gone
 from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
 from iris_voice.voice.turnrecord import stop_trace, voice_turn_record

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.voice.pipeline import UNREACHABLE
+from iris_voice.voice.servergone import UNREACHABLE
 from tests.support.voice_helpers import ask, heard
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_voice.voice.pipeline import STT_UNREACHABLE
+from iris_voice.voice.servergone import STT_UNREACHABLE
 from tests.support.voice_helpers import ask, heard
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]

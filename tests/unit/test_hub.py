@@ -202,7 +202,7 @@ def test_hold_rules(tmp_path: Path) -> None:
 
 async def test_a_model_that_is_gone_is_said_and_the_turn_still_ends(tmp_path: Path) -> None:
     from iris_voice.errors import LlmError
-    from iris_voice.voice.pipeline import UNREACHABLE
+    from iris_voice.voice.servergone import UNREACHABLE
 
     class GoneBackend(EchoBackend):
         async def stream(self, messages, tools, options=None):  # type: ignore[override]

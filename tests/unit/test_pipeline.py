@@ -23,13 +23,9 @@ from iris_voice.events import (
 )
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
-from iris_voice.voice.pipeline import (
-    UNREACHABLE,
-    VoicePipeline,
-    is_stop_command,
-    strip_wake_phrase,
-    wake_phrase_pattern,
-)
+from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase, wake_phrase_pattern
+from iris_voice.voice.pipeline import VoicePipeline
+from iris_voice.voice.servergone import UNREACHABLE
 from iris_voice.voice.speaker import ReplySpeaker
 from tests.support.fakes import ScriptedBackend, chat_assistant
 from tests.support.fakes_audio import (

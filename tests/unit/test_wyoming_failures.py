@@ -20,7 +20,8 @@ from iris_voice.speech.wyoming_stt import WyomingTranscriber
 from iris_voice.speech.wyoming_tts import WyomingSynthesizer
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
-from iris_voice.voice.pipeline import STT_UNREACHABLE, VoicePipeline
+from iris_voice.voice.pipeline import VoicePipeline
+from iris_voice.voice.servergone import STT_UNREACHABLE
 from iris_voice.voice.speaker import ReplySpeaker
 from tests.support.fakes import ScriptedBackend, chat_assistant
 from tests.support.fakes_audio import (
