@@ -22,13 +22,16 @@ all pairs (goal: at most 30 ms p50 on loopback). What differs besides the protoc
 Whisper server writes the audio to a WAV file and reads it back (PyAV) and decodes with
 Whisper's defaults ``condition_on_previous_text=True`` and timestamps on (IRIS: off, off);
 the Piper server splits sentences itself and sends 1024-sample chunks (IRIS: one chunk per
-sentence). ``--rounds N`` (default 3) sets the rounds.
+sentence). So STT and TTS are measured once more against IRIS's own ``iris serve``
+(``tools/testbed/hubs.py``), whose decode and voice are IRIS's: there the difference is the
+protocol alone. ``--rounds N`` (default 3) sets the rounds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -44,6 +47,7 @@ from iris_voice.speech.wyoming_client import describe
 from iris_voice.speech.wyoming_stt import WyomingTranscriber, stt_endpoint
 from iris_voice.speech.wyoming_tts import WyomingSynthesizer
 from tools.testbed.fixtures import ensure_fixtures, fixture, read_wav
+from tools.testbed.hubs import hub_process, stop_process
 from tools.testbed.wyoming_servers import speech_servers
 
 QUESTIONS = ["bench_time_tokyo", "bench_time_berlin", "bench_date_today", "bench_multiply",
@@ -104,12 +108,15 @@ class ServerStyleDecode:
         return await asyncio.to_thread(self._decode, audio)
 
 
-async def bench_stt(stt_uri: str, rounds: int, tmp: Path) -> None:
+async def bench_stt(stt_uri: str, rounds: int, tmp: Path, server_style: bool = True) -> None:
     """Transcription time of each question: IRIS's local call, the server's call made
-    locally, and the remote server; interleaved, the order rotating every round."""
+    locally (``server_style``: a server that decodes otherwise than IRIS), and the remote
+    server; interleaved, the order rotating every round."""
     local = FasterWhisperTranscriber(SttConfig())
     remote = WyomingTranscriber(SttConfig(engine="wyoming", uri=stt_uri, timeout_s=60))
-    engines = {"local": local, "server-style": ServerStyleDecode(local, tmp), "remote": remote}
+    engines: dict = {"local": local, "remote": remote}
+    if server_style:
+        engines["server-style"] = ServerStyleDecode(local, tmp)
     await local.warmup()
     await remote.warmup()
     audio = {name: read_wav(name) for name in QUESTIONS}
@@ -129,10 +136,11 @@ async def bench_stt(stt_uri: str, rounds: int, tmp: Path) -> None:
     print(f"\nSTT: {len(QUESTIONS)} spoken questions x {rounds} rounds, ms to the transcript "
           f"(tiny.en int8 beam 1, 2 threads both)")  # fmt: skip
     line("IRIS's decode vs remote (what you get)", times["local"], times["remote"])
-    line("server's decode here vs remote (protocol)", times["server-style"], times["remote"])
+    if server_style:
+        line("server's decode here vs remote (protocol)", times["server-style"], times["remote"])
     print(f"  of the remote time, connecting and sending the audio: p50 {pct(sent, 0.5):.2f}  "
           f"p95 {pct(sent, 0.95):.2f}")  # fmt: skip
-    for other in ("local", "server-style"):
+    for other in [e for e in engines if e != "remote"]:
         same = sum(texts[other][n].lower() == texts["remote"][n].lower() for n in QUESTIONS)
         print(f"  same transcript as the remote server: {other} {same}/{len(QUESTIONS)}")
     for name in QUESTIONS:
@@ -235,7 +243,8 @@ async def bench_turns(stt_uri: str, tts_uri: str, rounds: int, tmp: Path) -> Non
 
 
 async def run(rounds: int) -> None:
-    """Every part, on one pair of servers."""
+    """Every part, on one pair of servers; then STT and TTS once more against another
+    IRIS's ``iris serve``, which decodes and speaks as IRIS does here."""
     ensure_fixtures()
     with speech_servers() as (stt, tts), tempfile.TemporaryDirectory(prefix="iris-bench-wy-") as tmp:
         print(f"servers: wyoming-faster-whisper at {stt.uri}, wyoming-piper at {tts.uri}")
@@ -243,6 +252,17 @@ async def run(rounds: int) -> None:
         await bench_stt(stt.uri, rounds, Path(tmp))
         await bench_tts(tts.uri, rounds)
         await bench_turns(stt.uri, tts.uri, rounds, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="iris-bench-serve-") as tmp:
+        config = Path(tmp) / "serve.toml"
+        config.write_text('[tools]\ntimezone = "UTC"\n[llm]\nhost = "http://127.0.0.1:9"\n')
+        proc, port = hub_process(config, dict(os.environ), Path(tmp) / "serve.log")
+        try:
+            uri = f"tcp://127.0.0.1:{port}"
+            print(f"\nserver: iris serve at {uri} (IRIS's own decode and voice on the other side)")
+            await bench_stt(uri, rounds, Path(tmp), server_style=False)
+            await bench_tts(uri, rounds)
+        finally:
+            stop_process(proc)
 
 
 def main() -> None:
