@@ -82,7 +82,8 @@ class Daemon:
             on_ringing=listener.alarm_ringing,
         )  # fmt: skip
         self.bus.subscribe(self.alarms.on_event)
-        # A satellite's timer is the hub's to fire (iris serve); this daemon leaves it pending.
+        # A satellite's timer is the hub's to fire (iris serve); this daemon leaves it pending —
+        # unless it is the hub itself (serve.enabled): then the satellites' part decides.
         self.app.timers.hold = local_only
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()

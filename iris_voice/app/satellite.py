@@ -117,11 +117,11 @@ class SatelliteClient:
         if client is None:
             return False
         try:
-            async with self._send_lock:
+            async with self._send_lock, asyncio.timeout(self.cfg.satellite.connect_timeout_s):
                 for event in events:
                     await client.write_event(event)
             return True
-        except (ConnectionError, OSError) as exc:
+        except (ConnectionError, OSError) as exc:  # TimeoutError too: a hub that stopped reading
             log.debug("sending to the hub failed: %s", exc)
             return False
 

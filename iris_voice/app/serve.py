@@ -42,6 +42,9 @@ MAX_PAYLOAD = 1024 * 1024
 STREAM_OPEN = {"audio-start": True, "audio-stop": False, "synthesize-start": True, "synthesize-stop": False}
 """Events that open and close a stream: while one is open, every read has a timeout."""
 STOP_TIMEOUT_S = 3.0
+WRITE_TIMEOUT_S = 10.0
+"""The longest a client may leave an event unread before it counts as gone (a stuck client
+must not hold a turn, or the connection's write lock, for ever)."""
 
 
 class ProtocolViolation(Exception):
@@ -112,7 +115,13 @@ class ServeHandler(AsyncEventHandler):
 
     async def _write(self, event: Event) -> None:
         async with self._write_lock:  # parts may write from their own tasks
-            await async_write_event(event, self.writer)
+            try:
+                async with asyncio.timeout(WRITE_TIMEOUT_S):
+                    await async_write_event(event, self.writer)
+            except TimeoutError:
+                raise ConnectionResetError(
+                    f"{self.conn.peer} read nothing for {WRITE_TIMEOUT_S:g} s"
+                ) from None
 
     async def run(self) -> None:
         """Serve this client until it leaves, breaks the protocol, stalls mid-stream or is refused."""

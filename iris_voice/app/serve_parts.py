@@ -22,6 +22,7 @@ from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop, Not
 from wyoming.info import AsrModel, AsrProgram, HandleModel, HandleProgram
 
 from iris_voice import __version__
+from iris_voice.app.hub import SatellitePart
 from iris_voice.app.serve_info import IRIS, OLLAMA, WHISPER, languages
 from iris_voice.app.serve_tts import TtsPart
 from iris_voice.app.service_parts import Connection, ServicePart
@@ -241,8 +242,6 @@ def service_parts(
     conversation at once. ``local_announce``: rings a satellite's timer on this machine's
     speaker while that satellite is away (the desktop daemon's alarms; None for the headless
     hub, which keeps it for the satellite's return)."""
-    from iris_voice.app.hub import SatellitePart
-
     cfg = app.cfg
     parts: list[ServicePart] = []
     if app.engines is not None:

@@ -97,11 +97,12 @@ async def advertise(cfg: ServeConfig) -> tuple[Advertisement | None, str]:
         return None, f"not advertised: {reason}"
     from zeroconf.asyncio import AsyncZeroconf
 
-    try:
-        address = advertised_address(bind_host(cfg.uri) or "")
+    try:  # a host name is resolved: in a thread, and bounded
+        host = bind_host(cfg.uri) or ""
+        address = await asyncio.wait_for(asyncio.to_thread(advertised_address, host), REGISTER_TIMEOUT_S)
         info = service_info(cfg, address)
         zc = AsyncZeroconf()
-    except OSError as exc:
+    except OSError as exc:  # TimeoutError too
         log.warning("not advertising over zeroconf: %s", exc)
         return None, f"not advertised: {exc}"
     try:
