@@ -58,8 +58,9 @@ def needs_wake_word(cfg: Config) -> bool:
     return cfg.audio.activation == "wake_word" or cfg.audio.barge_in == "wake_word"
 
 
-def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
-    """Construct (not yet load) the STT, TTS, VAD and wake-word adapters."""
+def build_engines(cfg: Config, wake: bool | None = None, *, listen_only: bool = False) -> Engines:
+    """Construct (not yet load) the STT, TTS, VAD and wake-word adapters. ``listen_only``:
+    VAD, wake word and end of turn alone (a satellite: its hub transcribes and speaks)."""
     from iris_voice.speech.vad import SileroDetector
 
     detector = None
@@ -72,6 +73,8 @@ def build_engines(cfg: Config, wake: bool | None = None) -> Engines:
         from iris_voice.speech.turn import SmartTurnDetector
 
         turn = SmartTurnDetector()
+    if listen_only:
+        return Engines(None, None, SileroDetector(), detector, turn)  # type: ignore[arg-type]
     return Engines(build_transcriber(cfg), build_synthesizer(cfg), SileroDetector(), detector, turn)
 
 

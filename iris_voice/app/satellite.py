@@ -29,7 +29,7 @@ from wyoming.event import Event
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
-from iris_voice.app.assembly import Engines, build_listener, needs_wake_word
+from iris_voice.app.assembly import build_engines, build_listener
 from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
@@ -49,24 +49,6 @@ CHIME_RATE = 22050
 def satellite_name(cfg: Config, name: str | None = None) -> str:
     """``--name``, else ``satellite.name``, else this machine's host name."""
     return name or cfg.satellite.name or socket.gethostname().split(".")[0] or "satellite"
-
-
-def listening_engines(cfg: Config) -> Engines:
-    """VAD, the wake word and the end-of-turn model: a satellite transcribes and speaks
-    nothing itself (the hub does), so it has no STT or TTS engine."""
-    from iris_voice.speech.vad import SileroDetector
-
-    wake = None
-    if needs_wake_word(cfg):
-        from iris_voice.speech.wake import OpenWakeWordDetector
-
-        wake = OpenWakeWordDetector(cfg.wake)
-    turn = None
-    if cfg.audio.end_of_turn == "smart_turn":
-        from iris_voice.speech.turn import SmartTurnDetector
-
-        turn = SmartTurnDetector()
-    return Engines(None, None, SileroDetector(), wake, turn)  # type: ignore[arg-type]  # no STT/TTS here
 
 
 def error_chimes() -> np.ndarray:
@@ -298,7 +280,7 @@ async def run_satellite(
     if not hub:
         raise ConfigError(["satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT)"])
     bus = EventBus()
-    engines = listening_engines(cfg)
+    engines = build_engines(cfg, listen_only=True)
     listener = build_listener(cfg, engines, bus.publish)
     # Its own speaker is in the room: no follow-up question from the answer's echo tail.
     listener.guard = EchoGuard(cfg.wake.model)
