@@ -109,6 +109,7 @@ class ControlCommands:
         started: float,
         looplag: LoopLagMonitor | None = None,
         serve: Any = None,
+        source: Any = None,
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
@@ -122,6 +123,8 @@ class ControlCommands:
         self.looplag = looplag
         self.serve = serve
         """The Wyoming service (``serve.enabled``): a ``WyomingService``, or None."""
+        self.source = source
+        """The microphone (``MicCapture``: blocks dropped, overflows), or None."""
 
     def handlers(self) -> dict[str, Handler]:
         """Command name → coroutine, for ``ControlServer``."""
@@ -166,6 +169,13 @@ class ControlCommands:
             "speculation": dict(p.speculation),
             "turns": turns[-5:],
             "loop_lag_ms": self.looplag.snapshot() if self.looplag else None,
+            "microphone": {
+                # audio the listener has judged, and audio lost before it could: a daemon that
+                # falls behind its microphone drops the oldest blocks, and a wake word with them
+                "heard_s": round(p.listener.position_s, 1),
+                "dropped_blocks": getattr(self.source, "dropped", None),
+                "overflows": getattr(self.source, "overflows", None),
+            },
             "serve": self.serve.snapshot() if self.serve is not None else None,
         }
 

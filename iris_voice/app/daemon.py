@@ -98,6 +98,7 @@ class Daemon:
             cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
             engines=self.engines, started=self.started, looplag=self.looplag, serve=self.service,
+            source=self.source,
         )  # fmt: skip
         self._stopping = asyncio.Event()
         self._llm_settled = asyncio.Event()

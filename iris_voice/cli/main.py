@@ -297,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if level > logging.DEBUG:  # httpx logs every request at INFO: a line per turn and per ``iris status``
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     if not args.command:
         parser.print_help()
         return EXIT_USAGE

@@ -91,3 +91,69 @@ async def test_a_server_that_keeps_closing_is_unreachable_after_the_second_try()
             await reply(url)
     assert info.value.code == Code.LLM_UNREACHABLE
     assert server.requests == 2
+
+
+class VersionServer:
+    """Answers ``GET /api/version`` on kept-alive connections and counts the connections."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.requests = 0
+        self.writers: list[asyncio.StreamWriter] = []
+
+    def hang_up(self) -> None:
+        """Close every open connection (the server process died)."""
+        for writer in self.writers:
+            writer.close()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.writers.append(writer)
+        body = json.dumps({"version": "0.9.1"}).encode()
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                self.requests += 1
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                writer.write(head.encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+
+async def test_the_version_probe_keeps_one_connection_across_calls():
+    # ``iris status`` probes the server each time it is asked: a new HTTP client per probe
+    # would load the TLS certificates on the event loop every time (~60 ms of CPU).
+    counter = VersionServer()
+    server = await asyncio.start_server(counter.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    backend = OllamaBackend(LlmConfig(host=url, model="m", connect_timeout_s=2))
+    try:
+        versions = [await backend.version() for _ in range(5)]
+    finally:
+        server.close()
+        counter.hang_up()
+        await server.wait_closed()
+    assert versions == ["0.9.1"] * 5
+    assert (counter.requests, counter.connections) == (5, 1)
+
+
+async def test_the_version_probe_reaches_a_server_restarted_on_the_same_port():
+    counter = VersionServer()
+    server = await asyncio.start_server(counter.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    backend = OllamaBackend(LlmConfig(host=f"http://127.0.0.1:{port}", model="m", connect_timeout_s=2))
+    assert await backend.version() == "0.9.1"
+    server.close()
+    counter.hang_up()
+    await server.wait_closed()
+    with pytest.raises(LlmError) as info:
+        await backend.version()
+    assert info.value.code == Code.LLM_UNREACHABLE
+    server = await asyncio.start_server(counter.serve, "127.0.0.1", port)
+    try:
+        assert await backend.version() == "0.9.1"
+    finally:
+        server.close()
+        counter.hang_up()
+        await server.wait_closed()

@@ -41,8 +41,8 @@ from typing import Any
 import httpx
 
 from iris_voice.errors import IrisError
-from tests.support.hostile import local_user as hostile_local
 from tests.support.hostile import replies as hostile_text
+from tools.bench.abuse_local import cli_classes, socket_classes
 from tools.testbed.audiobed import VirtualAudio
 from tools.testbed.voicebed import ROOT, LiveDaemon
 
@@ -271,77 +271,6 @@ def damaged_file_at_start(daemon: LiveDaemon) -> Figures:
     fig.lag_p99_ms, fig.lag_max_ms = _lag(daemon, 60)
     fig.outcome = f"READY in {ready:.1f} s; old file kept as {kept[:1]}; {len(said)} log lines about it"
     return fig
-
-
-def _ping(daemon: LiveDaemon) -> str:
-    try:
-        answer = daemon.request("ping", timeout=10)
-    except (IrisError, OSError) as exc:
-        return f"failed ({exc})"[:80]
-    return "answered" if answer.get("ok") else f"refused ({answer.get('error')})"[:80]
-
-
-def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
-    """A hostile local user on the control socket."""
-
-    def deep(daemon: LiveDaemon) -> str:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(30)
-            s.connect(str(daemon.socket_path))
-            s.sendall(hostile_local.deep_json(100_000).encode() + b"\n")
-            try:
-                return "answered: " + s.recv(200).decode(errors="replace").strip()[:80]
-            except TimeoutError:
-                return "no answer within 30 s"
-
-    def idle(daemon: LiveDaemon) -> str:
-        held = []
-        refused = 0
-        for _ in range(1100):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(str(daemon.socket_path))
-                held.append(s)
-            except OSError:
-                refused += 1
-                s.close()
-        during = _ping(daemon)
-        for s in held:
-            s.close()
-        time.sleep(0.5)
-        return (
-            f"1,100 idle connections ({refused} refused at connect); a ping while they are held: "
-            f"{during}; once they are gone: {_ping(daemon)}"
-        )
-
-    return {"socket: 100k-deep JSON": deep, "socket: 1,100 idle connections": idle}
-
-
-def cli_classes(env: dict[str, str]) -> dict[str, Callable[[LiveDaemon], str]]:
-    """The command line fed hostile arguments and files."""
-
-    def run(args: list[str], **extra: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "iris_voice.cli", *args],
-            env={**env, **extra}, cwd=ROOT, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        traceback = "Traceback" in proc.stderr
-        said = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or [""]
-        last = said[-1][:90]
-        return f"exit {proc.returncode}{' WITH TRACEBACK' if traceback else ''}: {last}"
-
-    def deep_args(daemon: LiveDaemon) -> str:
-        return run(["tools", "call", "calculator", hostile_local.deep_json(30_000)])
-
-    def bad_config(daemon: LiveDaemon) -> str:
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = Path(tmp) / "bad.toml"
-            bad.write_bytes(hostile_local.invalid_utf8_toml())
-            first = run(["check-config", str(bad)])
-            bad.write_text(hostile_local.deep_toml(10_000))
-            return f"invalid UTF-8: {first}; 10k-deep: {run(['check-config', str(bad)])}"
-
-    return {"cli: 30k-deep JSON arguments": deep_args, "cli: broken config files": bad_config}
 
 
 CLASSES = ("model", "mcp", "socket", "cli", "timers")

@@ -148,6 +148,7 @@ class LiveDaemon:
     def wait_turn(self, after: int = 0, timeout: float = 120.0, idle: bool = True) -> dict[str, Any]:
         """Wait until turn number ``after`` + 1 is recorded (and IRIS is idle again); its trace."""
         deadline = time.monotonic() + timeout
+        st: dict[str, Any] = {}
         while time.monotonic() < deadline:
             try:
                 st = self.status()
@@ -160,7 +161,7 @@ class LiveDaemon:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"iris run exited with {self.proc.returncode}:\n{self.log_tail()}")
             time.sleep(0.1)
-        raise TimeoutError(f"no turn {after + 1} within {timeout:.0f} s:\n{self.log_tail()}")
+        raise TimeoutError(f"no turn {after + 1} within {timeout:.0f} s ({_brief(st)}):\n{self.log_tail()}")
 
     def wait_state(self, state: str, timeout: float = 60.0) -> None:
         """Wait until the pipeline reports ``state``."""
@@ -194,7 +195,9 @@ class LiveDaemon:
         """The daemon's last log lines."""
         if not self.log_path.exists():
             return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        text = self.log_path.read_text(errors="replace")
+        kept = [ln for ln in text.splitlines() if "HTTP Request:" not in ln]  # (iris run -vv)
+        return "\n".join(kept[-lines:])
 
     def __enter__(self) -> LiveDaemon:
         return self.start()
@@ -204,3 +207,9 @@ class LiveDaemon:
             self.terminate()
         if self._notify is not None:
             self._notify.close()
+
+
+def _brief(status: dict[str, Any]) -> str:
+    """What a timed-out wait prints of the daemon's status: where it stood and whether it heard."""
+    keys = ("state", "turn_count", "microphone", "loop_lag_ms", "llm")
+    return ", ".join(f"{k}={status.get(k)!r}" for k in keys if k in status) or "no status"
