@@ -114,8 +114,8 @@ class VersionServer:
             while True:
                 await reader.readuntil(b"\r\n\r\n")
                 self.requests += 1
-                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-                writer.write(head.encode() + body)
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                writer.write(head.encode() + b"\r\n" + body)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
