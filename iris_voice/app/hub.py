@@ -10,7 +10,9 @@ satellite → hub        ``run-satellite`` ``{"name": "kitchen"}`` once, on conn
 hub → satellite        ``satellite-connected`` (accepted) or ``error``
 satellite → hub        per turn: ``run-pipeline`` (``start_stage`` asr, ``end_stage`` tts,
                        ``wake_word_name``), ``audio-start``, ``audio-chunk`` …, ``audio-stop``
-                       (16-bit mono; 16 kHz preferred, other formats are converted)
+                       (16-bit mono; 16 kHz preferred, other formats are converted).
+                       With ``end_stage`` asr the turn ends at the ``transcript``: a
+                       satellite asking what was said over its ringing timer.
 hub → satellite        ``transcript``; the reply as ``audio-start``, ``audio-chunk`` …
                        (sentence by sentence as synthesized), ``audio-stop``; then the end of
                        the turn: ``handled`` (the reply's text) or ``not-handled`` (nothing
@@ -18,7 +20,8 @@ hub → satellite        ``transcript``; the reply as ``audio-start``, ``audio-c
 satellite → hub        ``pause-satellite``: stop the turn under way (a barge-in); a new
                        ``run-pipeline`` does the same
 hub → satellite        any time: ``timer-finished`` ``{"id": "12"}`` then the chime and the
-                       announcement as one audio stream
+                       announcement as one audio stream (which the satellite repeats
+                       until it is dismissed: ``app.satellite_ring``)
 =====================  ==============================================================
 
 Each satellite name has its own ``Assistant`` (kitchen and office are different
@@ -91,6 +94,8 @@ class Satellite:
     """The wake word of the current turn (``run-pipeline``'s ``wake_word_name``)."""
     turn: asyncio.Task[TurnResult] | None = None
     """The turn being answered."""
+    words_only: bool = False
+    """The turn ends at the transcript (``end_stage`` asr: "stop" over a ringing timer)."""
 
 
 class SatellitePart:
@@ -155,6 +160,7 @@ class SatellitePart:
                 )
                 return True
             sat.wake_name = run.wake_word_name or self.cfg.wake.model
+            sat.words_only = run.end_stage == PipelineStage.ASR
             sat.audio, sat.received = [], 0
             return True
         if PauseSatellite.is_type(event.type):
@@ -237,7 +243,7 @@ class SatellitePart:
             result = await run_turn(
                 sat.name, audio, stt=self.stt, tts=self.tts, responder=self.responder(sat.name),
                 write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
-                gate=self.speech_jobs,
+                gate=self.speech_jobs, words_only=sat.words_only,
             )  # fmt: skip
         except (ConnectionError, OSError) as exc:  # the satellite went away: nobody to answer
             log.info("%s: connection lost during the turn (%s)", sat.name, exc)

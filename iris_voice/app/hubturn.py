@@ -158,13 +158,15 @@ async def run_turn(
     wake_name: str,
     speaking: asyncio.Lock,
     gate: asyncio.Semaphore | None = None,
+    words_only: bool = False,
 ) -> TurnResult:
     """Answer one utterance (int16 mono at 16 kHz) from satellite ``origin``.
 
     Sends ``transcript``, then the reply as one audio stream, then ``handled`` (the reply's
     text) — or ``not-handled`` when there was nothing to answer. ``speaking`` keeps a timer
     announcement from cutting into the reply's audio on the same connection; ``gate``
-    bounds the speech jobs running at once across satellites.
+    bounds the speech jobs running at once across satellites. With ``words_only`` the
+    turn ends at the transcript (the satellite acts on the words itself).
     """
     from wyoming.asr import Transcript
 
@@ -173,6 +175,8 @@ async def run_turn(
     result.text = text = strip_wake_phrase(wake_name, text)
     await write(Transcript(text=text).event())
     log.info("%s heard: %r", origin, text)
+    if words_only:
+        return result
     if not re.search(r"\w", text) or is_stop_command(text):
         result.error = "stop" if re.search(r"\w", text) else "nothing was said"
         await write(NotHandled(text=result.error).event())

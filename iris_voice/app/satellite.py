@@ -5,7 +5,8 @@ and the speaker — and leaves speech-to-text, the language model and text-to-sp
 hub (``app.hub``, the protocol is described there). After the wake word and the end of the
 question it streams the utterance to the hub and plays the answer as it arrives; the wake
 word interrupts the answer (``pause-satellite`` tells the hub). Timers set here ring here:
-the hub sends ``timer-finished`` and the announcement's audio.
+the hub sends ``timer-finished`` and the announcement's audio, which the satellite repeats
+until "stop", the wake word or ``audio.alarm_timeout_s`` (``app.satellite_ring``).
 
 A lost hub never ends the satellite: it reconnects with a growing pause (1 s doubling to
 ``satellite.reconnect_max_s``), logs one line when the hub goes and one when it is back,
@@ -30,14 +31,16 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
 from iris_voice.app.assembly import build_engines, build_listener
+from iris_voice.app.satellite_ring import SatelliteAlarm
 from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
-from iris_voice.events import EventBus
+from iris_voice.events import EventBus, Trigger
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.heard import BargeIn, Heard, UtteranceReady
 from iris_voice.voice.listener import Listener
+from iris_voice.voice.phrases import is_stop_command
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +86,9 @@ class SatelliteClient:
         self._rate = 22050
         self._last_event = 0.0
         self._lost_since: float | None = None
+        self._words_only = False  # the turn under way asks the hub for the words only
+        self.alarm = SatelliteAlarm(cfg.audio, sink, listener.alarm_ringing, self._ring_playing)
+        """The timer ringing here, repeated until dismissed."""
 
     async def run(self, source: AudioSource) -> None:
         """Listen, talk to the hub and play its answers until cancelled."""
@@ -175,22 +181,36 @@ class SatelliteClient:
         kind = event.type
         if kind == "transcript":
             self._skip = False
-            log.info("the hub heard: %r", (event.data or {}).get("text", ""))
+            text = (event.data or {}).get("text", "")
+            log.info("the hub heard: %r", text)
+            if self._words_only:  # said over the ringing timer: only "stop" counts
+                self._words_only = False
+                if is_stop_command(text):
+                    self.alarm.dismiss("stop")
+                self._end_turn()
+            return
+        if kind == "timer-finished":
+            log.info("timer %s finished", (event.data or {}).get("id"))
+            self.alarm.finished(str((event.data or {}).get("id", "")))
             return
         if self._skip:
             return  # sent before the new question's transcript: the rest of an earlier answer
         if kind == "audio-start":
             self._rate = AudioStart.from_event(event).rate
+            self.alarm.stream_started(self._rate)
             self._playing = True
             self.listener.answering()  # the wake word now interrupts
             if self.listener.guard is not None:
                 self.listener.guard.saying("")  # the words stay on the hub; the timing is what counts
         elif kind == "audio-chunk" and self._playing:
             chunk = AudioChunk.from_event(event)
-            await self.sink.play(np.frombuffer(chunk.audio, np.int16), chunk.rate)
+            pcm = np.frombuffer(chunk.audio, np.int16)
+            self.alarm.chunk(pcm)
+            await self.sink.play(pcm, chunk.rate)
         elif kind == "audio-stop":
             self._playing = False
             await self.sink.drain()
+            self.alarm.stream_ended()
             if not self._in_turn:  # an announcement ended
                 self.listener.idle()
         elif kind in ("handled", "not-handled"):
@@ -199,11 +219,10 @@ class SatelliteClient:
                      (event.data or {}).get("text", ""))  # fmt: skip
             if kind == "not-handled" and (event.data or {}).get("text") == "stop":
                 self.sink.stop()  # "stop" silences an announcement still playing
+                self.alarm.dismiss("stop")
             self._end_turn()
             if kind == "handled":
                 self.listener.follow_up()
-        elif kind == "timer-finished":
-            log.info("timer %s finished", (event.data or {}).get("id"))
         elif kind == "error":
             log.warning("the hub: %s", (event.data or {}).get("text", "error"))
             if self._in_turn:
@@ -211,8 +230,18 @@ class SatelliteClient:
                 await self._chimes()
 
     def _end_turn(self) -> None:
-        self._in_turn = self._skip = False
-        if not self._playing:
+        self._in_turn = self._skip = self._words_only = False
+        if not self._playing and not self.alarm.sounding:
+            self.listener.idle()
+
+    def _ring_playing(self, playing: bool) -> None:
+        """A repeat of the ringing timer starts or ends: the listener hears "stop" and the
+        wake word over it, and the echo guard knows the speaker is busy."""
+        if playing:
+            self.listener.answering()
+            if self.listener.guard is not None:
+                self.listener.guard.saying("")
+        elif not self._playing and not self._in_turn:
             self.listener.idle()
 
     async def _watch(self) -> None:
@@ -235,6 +264,7 @@ class SatelliteClient:
         while True:
             heard = await self._heard.get()
             if isinstance(heard, BargeIn):
+                self.alarm.dismiss(f"barge-in ({heard.how})")
                 dropped = self.sink.stop()
                 log.info("barge-in (%s): %.2f s of the answer dropped", heard.how, dropped)
                 self._playing = False  # the rest of that audio stream is not played
@@ -242,12 +272,18 @@ class SatelliteClient:
                     await self._send(PauseSatellite().event())
                 self._in_turn = False
             elif isinstance(heard, UtteranceReady):
-                await self._ask(heard.utterance.audio, heard.utterance.trigger)
+                trigger = heard.utterance.trigger
+                words_only = trigger == Trigger.ALARM  # speech over the ring, no wake word
+                if not words_only:
+                    self.alarm.dismiss("a question")
+                await self._ask(heard.utterance.audio, trigger, words_only)
 
-    async def _ask(self, audio: np.ndarray, trigger: object) -> None:
-        """Stream one question to the hub (or chime: no hub)."""
+    async def _ask(self, audio: np.ndarray, trigger: object, words_only: bool = False) -> None:
+        """Stream one question to the hub (or chime: no hub); with ``words_only`` the hub
+        sends back only the transcript."""
         wake = self.cfg.wake.model if str(trigger) == "wake_word" else None
-        run = RunPipeline(start_stage=PipelineStage.ASR, end_stage=PipelineStage.TTS, wake_word_name=wake)
+        end = PipelineStage.ASR if words_only else PipelineStage.TTS
+        run = RunPipeline(start_stage=PipelineStage.ASR, end_stage=end, wake_word_name=wake)
         fmt = {"rate": 16000, "width": 2, "channels": 1}
         pcm = audio.astype(np.int16)
         events = [run.event(), AudioStart(**fmt).event()]
@@ -256,8 +292,10 @@ class SatelliteClient:
         events.append(AudioStop().event())
         self.listener.answering()
         self._in_turn, self._skip, self._last_event = True, True, time.monotonic()
+        self._words_only = words_only
         if not await self._send(*events):
             log.warning("a question (%.1f s) but no hub at %s:%s", len(pcm) / 16000, self.host, self.port)
+            self.alarm.dismiss("no hub to hear what was said")  # better quiet than unstoppable
             self._end_turn()
             await self._chimes()
             return

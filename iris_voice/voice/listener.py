@@ -153,6 +153,8 @@ class Listener(WakeWatch):
     def alarm_ringing(self, ringing: bool) -> None:
         """An alarm started (True) or stopped (False) ringing."""
         self._alarm = ringing
+        if ringing:  # what is said over the ring answers the alarm, not the last reply
+            self.cancel_follow_up()
 
     def arm(self, trigger: Trigger = Trigger.PUSH_TO_TALK) -> None:
         """Capture a question starting with the next frame (``iris listen``)."""

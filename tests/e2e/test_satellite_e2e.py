@@ -2,6 +2,7 @@
 (``iris satellite``) listens on the virtual microphone and speaks on the virtual speaker;
 the hub (a headless process with the satellite part and the speech models) answers.
 "Hey Jarvis, what time is it?" goes in; the spoken time comes out, judged by Whisper base.
+A timer set at the satellite rings there, again and again, until "stop" is said there.
 The hub is a real ``iris serve`` (``tools.testbed.hubs.hub_process``).
 """
 
@@ -46,7 +47,7 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
                OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip  # the fast path answers: no model
     hub_cfg = write_config(tmp_path / "hub.toml", {"tools": {"timezone": tz}})
     sat_cfg = write_config(tmp_path / "satellite.toml", {
-        "audio": {"notifications": False}, "satellite": {"name": "kitchen"},
+        "audio": {"notifications": False, "alarm_repeat_s": 2.0}, "satellite": {"name": "kitchen"},
     })  # fmt: skip
     procs = []
     try:
@@ -97,4 +98,22 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     assert in_speech & hours if in_speech else share_heard(reply, said) >= 0.75, (
         f"the satellite's speaker said {said!r}; the reply was {reply!r}; the hour is {now:%H:%M}"
     )
+    assert sat.poll() is None and hub.poll() is None
+
+
+def test_a_timer_set_at_the_satellite_rings_there_until_stop_is_said(virtual_audio, hub_and_satellite):
+    from tools.testbed.fixtures import fixture
+
+    _tz, (hub, _hub_log), (sat, sat_log) = hub_and_satellite
+    time.sleep(1.0)
+    virtual_audio.play_into_mic(fixture("jarvis_timer"))  # "Hey Jarvis, set a timer for three seconds."
+    _wait_line(sat_log, "the hub answered", sat, 90)
+    _wait_line(sat_log, "finished", sat, 30)
+    _wait_line(sat_log, "rings again (1)", sat, 30)  # the hub rang it once; the satellite repeats
+    virtual_audio.play_into_mic(fixture("stop"))  # "Stop.", no wake word
+    dismissed = _wait_line(sat_log, "dismissed", sat, 60)
+    assert "(stop)" in dismissed, dismissed  # the hub's words for it were a stop command
+    rings = sat_log.read_text().count("rings again")
+    time.sleep(4.5)  # two repeat periods: nothing more
+    assert sat_log.read_text().count("rings again") == rings
     assert sat.poll() is None and hub.poll() is None

@@ -132,6 +132,24 @@ async def test_silence_and_stop_end_with_not_handled(hub) -> None:
     assert backend.requests == []
 
 
+async def test_a_turn_that_ends_at_asr_gets_the_transcript_only(hub) -> None:
+    """What a satellite asks over its ringing timer: the words, no answer, no model."""
+    _part, port, backend, _timers = hub
+    async with Sat(port, "kitchen") as sat:
+        run = RunPipeline(start_stage=PipelineStage.ASR, end_stage=PipelineStage.ASR)
+        await sat.client.write_event(run.event())
+        await sat.client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+        words = spoken("What a lovely day.")
+        await sat.client.write_event(AudioChunk(rate=16000, width=2, channels=1, audio=words).event())
+        await sat.client.write_event(AudioStop().event())
+        heard = await sat.read()
+        assert (heard.type, heard.data["text"]) == ("transcript", "What a lovely day.")
+        with pytest.raises(TimeoutError):
+            await sat.read(timeout=0.5)
+        assert (await sat.ask("Who wrote Hamlet?"))[1].startswith("You said: Who wrote Hamlet?")
+    assert len(backend.requests) == 1
+
+
 async def test_a_timer_set_from_the_kitchen_rings_in_the_kitchen_only(hub) -> None:
     part, port, _backend, timers = hub
     async with Sat(port, "kitchen") as kitchen, Sat(port, "office") as office:

@@ -173,6 +173,16 @@ async def test_stop_alone_dismisses_a_ringing_alarm():
     assert len(h.stt.audio) == heard, "without an alarm the wake word is needed again"
 
 
+async def test_an_alarm_closes_the_follow_up_window():
+    """A timer that rings just after a reply: talk over the ring is not a follow-up question."""
+    backend = ScriptedBackend()
+    h = Harness(backend, FakeStt("what a noise"), follow_up_s=30.0)
+    h.listener.follow_up()
+    h.listener.alarm_ringing(True)
+    await h.run(ScriptSource(frames(SPEECH, 0.6) + frames(SILENCE, 1.0)))
+    assert backend.requests == [] and h.tts.spoken == [] and list(h.pipeline.turns) == []
+
+
 async def test_stop_over_the_alarm_announcement_cuts_it_and_other_words_do_not():
     stops = []
     h = Harness(ScriptedBackend(), FakeStt("it is loud", "Stop."), on_stop=lambda: stops.append(1))

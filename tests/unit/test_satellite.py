@@ -218,3 +218,106 @@ async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: 
         await part.aclose()
         await server.stop()
         timers.store.close()
+
+
+def ringing_satellite(port: int, sink: FakeSink, timeout_s: float = 30.0) -> SatelliteClient:
+    """A satellite whose timers repeat every second (``audio.alarm_repeat_s``' least)."""
+    audio = CFG.audio.model_copy(update={"alarm_repeat_s": 1.0, "alarm_timeout_s": timeout_s})
+    cfg = CFG.model_copy(update={"audio": audio})
+    listener = Listener(cfg.audio, FakeVad(), FakeWake(), EventBus().publish)
+    return SatelliteClient(cfg, f"tcp://127.0.0.1:{port}", "kitchen", listener, sink)
+
+
+def talk() -> list:
+    """Speech without the wake word."""
+    return [frames(SPEECH, 0.6), frames(SILENCE, 1.0)]
+
+
+async def test_a_ringing_timer_repeats_until_stop_is_said_without_the_wake_word(tmp_path: Path) -> None:
+    backend = EchoBackend()
+    part, timers, _bus = make_part(tmp_path, backend)
+    part.stt = FakeStt("Set a timer for one second.", "Stop.")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = ringing_satellite(port, sink)
+    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        asked = len(backend.requests)
+        await wait_for(lambda: sat.alarm.repeats >= 1, timeout=6.0)  # rung, then again a second later
+        ring = len(sat.alarm._audio)
+        assert ring and sat.alarm.ringing
+        source.say(*talk())  # "stop", no wake word
+        await wait_for(lambda: not sat.alarm.ringing)
+        assert part.turns[-1][1].text == "Stop." and part.turns[-1][1].sentences == []
+        repeats = sat.alarm.repeats
+        await asyncio.sleep(1.5)
+        assert sat.alarm.repeats == repeats  # dismissed: no more repeats
+        assert len(backend.requests) == asked  # "stop" never reached the model
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await sat.alarm.aclose()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+
+
+async def test_talk_over_a_ringing_timer_is_not_answered_and_the_ring_times_out(tmp_path: Path) -> None:
+    backend = EchoBackend()
+    part, timers, _bus = make_part(tmp_path, backend)
+    part.stt = FakeStt("Set a timer for one second.", "What a lovely day it is.", "Who wrote Hamlet?")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = ringing_satellite(port, sink, timeout_s=4.0)
+    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        asked = len(backend.requests)
+        await wait_for(lambda: sat.alarm.ringing, timeout=5.0)
+        source.say(*talk())  # people talking in the kitchen while it rings
+        await wait_for(lambda: part.turns[-1][1].text == "What a lovely day it is.")
+        assert sat.alarm.ringing and len(backend.requests) == asked  # heard, not answered
+        await wait_for(lambda: not sat.alarm.ringing, timeout=6.0)  # audio.alarm_timeout_s
+        assert 1 <= sat.alarm.repeats <= 4
+        source.say(*question())  # the next question is a question again
+        await wait_for(lambda: sat.answers == 2)
+        assert part.turns[-1][1].text == "Who wrote Hamlet?" and len(backend.requests) == asked + 1
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await sat.alarm.aclose()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
+
+
+async def test_the_wake_word_dismisses_a_ringing_timer_and_its_question_is_answered(tmp_path: Path) -> None:
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    part.stt = FakeStt("Set a timer for one second.", "Who wrote Hamlet?")
+    server, port = await start_hub([part])
+    sink, source = FakeSink(speed=50.0), LiveSource()
+    sat = ringing_satellite(port, sink)
+    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 1)
+        await wait_for(lambda: sat.alarm.ringing and not sat.alarm._recording, timeout=5.0)
+        source.say(*question())
+        await wait_for(lambda: sat.answers == 2)
+        assert not sat.alarm.ringing and part.turns[-1][1].text == "Who wrote Hamlet?"
+    finally:
+        for task in tasks:
+            task.cancel()
+        source.close()
+        await sat.alarm.aclose()
+        await part.aclose()
+        await server.stop()
+        timers.store.close()
