@@ -10,7 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from iris_voice.errors import ToolError
-from iris_voice.tools.registry import ToolRegistry, compact_schema, tool_from_function
+from iris_voice.tools.registry import ToolRegistry, tool_from_function
+from iris_voice.tools.schemas import compact_schema
 
 
 def add(a: Annotated[int, "first number"], b: int = 2) -> int:

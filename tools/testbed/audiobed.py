@@ -40,13 +40,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import wave
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
+from tools.testbed.recording import SpeakerRecording, terminate
 
 APT_PACKAGES = (
     "pipewire pipewire-pulse wireplumber pipewire-alsa pulseaudio-utils dbus-user-session libportaudio2 sox"
@@ -178,7 +176,7 @@ class VirtualAudio:
     def stop_pipewire(self) -> None:
         """Kill the three PipeWire daemons (the bus stays): every device vanishes."""
         for proc in reversed(self._daemons):
-            _terminate(proc)
+            terminate(proc)
         self._daemons.clear()
         if self.dir is not None:
             for name in ("pipewire-0", "pipewire-0.lock"):
@@ -187,11 +185,11 @@ class VirtualAudio:
     def stop(self) -> None:
         """Kill every process the bed started and remove its directory (idempotent)."""
         for proc in self._children:
-            _terminate(proc)
+            terminate(proc)
         self._children.clear()
         self.stop_pipewire()
         if self._bus is not None:
-            _terminate(self._bus)
+            terminate(self._bus)
             self._bus = None
         self.restore_process_env()
         if self.dir is not None:
@@ -310,63 +308,6 @@ class VirtualAudio:
         return "\n".join(parts)
 
 
-class SpeakerRecording:
-    """A running ``parec`` of ``iris_speaker.monitor``, read by a thread that notes when
-    each chunk arrived, so a sample index maps to wall-clock time (:meth:`wall_time`)."""
-
-    def __init__(self, proc: subprocess.Popen, rate: int, path: Path | None) -> None:
-        self.rate = rate
-        self.path = path
-        self.ready = threading.Event()
-        self._proc = proc
-        self._chunks: list[bytes] = []
-        self._arrivals: list[tuple[float, int]] = []  # (monotonic time, samples so far)
-        self._thread = threading.Thread(target=self._read, name="parec-reader", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        total = 0
-        pending = b""
-        while True:
-            data = self._proc.stdout.read(self.rate // 50 * 2)  # ~20 ms
-            if not data:
-                break
-            now = time.monotonic()
-            data = pending + data
-            usable = len(data) - len(data) % 2
-            pending = data[usable:]
-            self._chunks.append(data[:usable])
-            total += usable // 2
-            self._arrivals.append((now, total))
-            self.ready.set()
-
-    def samples(self) -> np.ndarray:
-        """Everything recorded so far, int16."""
-        return np.frombuffer(b"".join(self._chunks), dtype=np.int16)
-
-    def wall_time(self, index: int) -> float:
-        """``time.monotonic()`` at which sample ``index`` reached the speaker, at the latest.
-
-        Each chunk left the sink before it arrived here, so the smallest (arrival - duration
-        of the samples so far) bounds the recording's start from above: times come out late,
-        never early, and a latency measured with them is an upper bound."""
-        start = min(t - n / self.rate for t, n in self._arrivals)
-        return start + index / self.rate
-
-    def stop(self) -> np.ndarray:
-        """End the recording, write the WAV (when a path was given), return the samples."""
-        _terminate(self._proc)
-        self._thread.join(5)
-        samples = self.samples()
-        if self.path is not None:
-            with wave.open(str(self.path), "wb") as w:
-                w.setnchannels(1)
-                w.setsampwidth(2)
-                w.setframerate(self.rate)
-                w.writeframes(samples.tobytes())
-        return samples
-
-
 def reap_stale() -> None:
     """Kill the daemons of beds whose owning process died without stopping them (a test
     run killed by a timeout), and remove their directories. A daemon is killed only if
@@ -391,16 +332,6 @@ def reap_stale() -> None:
         shutil.rmtree(bed, ignore_errors=True)
 
 
-def _terminate(proc: subprocess.Popen, timeout: float = 3.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
-
-
 def _reinit_portaudio() -> None:
     """Make sounddevice's PortAudio re-read the environment and the device list (this
     closes every open stream of the process)."""
@@ -408,7 +339,7 @@ def _reinit_portaudio() -> None:
         import sounddevice as sd
     except (ImportError, OSError):
         return
-    sd._terminate()
+    sd.terminate()
     sd._initialize()
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from iris_voice.audio.echo import client_conf
-from tools.testbed.audiobed import MIC, MIC_FEED, SPEAKER, AudioBedError, SpeakerRecording, VirtualAudio
+from tools.testbed.audiobed import MIC, MIC_FEED, SPEAKER, AudioBedError, VirtualAudio
+from tools.testbed.recording import SpeakerRecording
 
 RATE = 48000
 """The null sinks' rate: the impulse response is written at it, so nothing is resampled."""

@@ -30,8 +30,8 @@ from referencing import Registry
 
 from iris_voice.errors import ToolError
 from iris_voice.tools.mcp import patterns
-from iris_voice.tools.registry import compact_schema
 from iris_voice.tools.render import schema_type_label
+from iris_voice.tools.schemas import compact_schema
 
 log = logging.getLogger(__name__)
 
