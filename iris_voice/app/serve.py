@@ -47,6 +47,10 @@ WRITE_TIMEOUT_S = 10.0
 must not hold a turn, or the connection's write lock, for ever)."""
 
 
+class ClientStalled(ConnectionResetError):
+    """The client left an event unread for ``WRITE_TIMEOUT_S``: it counts as gone."""
+
+
 class ProtocolViolation(Exception):
     """The client sent something that is not a Wyoming event within IRIS's bounds."""
 
@@ -119,9 +123,7 @@ class ServeHandler(AsyncEventHandler):
                 async with asyncio.timeout(WRITE_TIMEOUT_S):
                     await async_write_event(event, self.writer)
             except TimeoutError:
-                raise ConnectionResetError(
-                    f"{self.conn.peer} read nothing for {WRITE_TIMEOUT_S:g} s"
-                ) from None
+                raise ClientStalled(f"read nothing for {WRITE_TIMEOUT_S:g} s") from None
 
     async def run(self) -> None:
         """Serve this client until it leaves, breaks the protocol, stalls mid-stream or is refused."""
@@ -149,6 +151,8 @@ class ServeHandler(AsyncEventHandler):
         except ProtocolViolation as exc:
             log.warning("wyoming client %s: %s; disconnecting", self.conn.peer, exc)
             await self._error(str(exc), "bad-event")
+        except ClientStalled as exc:
+            log.warning("wyoming client %s %s; disconnecting", self.conn.peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             log.debug("wyoming client %s went away", self.conn.peer)
         finally:
