@@ -62,6 +62,10 @@ class WyomingSynthesizer:
         """The server said (``info``) that it takes text as a stream."""
         self.reach = Reachability(self.endpoint, "speech synthesis server (tts.uri)")
         self._voice = SynthesizeVoice(name=cfg.voice) if cfg.voice else None
+        if cfg.length_scale != 1.0:
+            scale = cfg.length_scale
+            log.warning("tts.length_scale = %g does nothing with tts.engine = \"wyoming\": the pace is "
+                        "the server's (wyoming-piper --length-scale %g)", scale, scale)  # fmt: skip
 
     async def stream(self, text: str) -> AsyncIterator[np.ndarray]:
         """Speak ``text``: int16 mono chunks at ``sample_rate`` as they arrive; nothing for

@@ -107,6 +107,16 @@ def test_the_assembly_builds_the_remote_adapters():
     assert isinstance(whole, WyomingTranscriber) and not whole.supports_streaming
 
 
+def test_a_length_scale_the_server_cannot_take_is_said_once(caplog):
+    cfg = parse({"tts": {"engine": "wyoming", "uri": "tcp://box:10200", "length_scale": 1.3}})
+    WyomingSynthesizer(cfg.tts)
+    said = [r.getMessage() for r in caplog.records if "length_scale" in r.getMessage()]
+    assert len(said) == 1 and "--length-scale 1.3" in said[0]
+    caplog.clear()
+    WyomingSynthesizer(parse({"tts": {"engine": "wyoming", "uri": "tcp://box:10200"}}).tts)
+    assert not [r for r in caplog.records if "length_scale" in r.getMessage()]
+
+
 # -- servers that are gone or hung ----------------------------------------------------------
 async def test_nothing_listening_fails_at_once_naming_the_key():
     uri = f"tcp://127.0.0.1:{free_port()}"
