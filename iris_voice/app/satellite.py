@@ -193,7 +193,7 @@ class SatelliteClient:
             log.info("timer %s finished", (event.data or {}).get("id"))
             self.alarm.finished(str((event.data or {}).get("id", "")))
             return
-        if self._skip:
+        if self._skip and not self.alarm.announcing:
             return  # sent before the new question's transcript: the rest of an earlier answer
         if kind == "audio-start":
             self._rate = AudioStart.from_event(event).rate

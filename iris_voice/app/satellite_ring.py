@@ -67,6 +67,11 @@ class SatelliteAlarm:
         """True from ``timer-finished`` until dismissed or timed out."""
         return bool(self.timer_id)
 
+    @property
+    def announcing(self) -> bool:
+        """True from ``timer-finished`` to the end of the announcement's audio stream."""
+        return self._expect or self._recording
+
     def finished(self, timer_id: str) -> None:
         """The hub sent ``timer-finished``: its announcement is the next audio stream."""
         self._cancel()

@@ -8,6 +8,7 @@ import asyncio
 import socket
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from iris_voice.app.satellite import CHIME_RATE, SatelliteClient, error_chimes, satellite_name
@@ -321,3 +322,29 @@ async def test_the_wake_word_dismisses_a_ringing_timer_and_its_question_is_answe
         await part.aclose()
         await server.stop()
         timers.store.close()
+
+
+async def test_a_ring_after_a_barge_in_is_played_and_the_next_reply_is_not_taken_for_it() -> None:
+    """Events as the hub sends them when a timer finishes between a barge-in and the new
+    question's transcript: the ring is not part of the old answer (played, kept for the
+    repeats), and the new reply is not the ring."""
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.event import Event
+
+    sink = FakeSink(speed=100.0)
+    sat = ringing_satellite(free_port(), sink)
+    sat._skip = True  # a barge-in: the rest of the old answer is dropped until the transcript
+    ring = np.full(1600, 7, np.int16)
+    reply = np.full(3200, 9, np.int16)
+    fmt = {"rate": 16000, "width": 2, "channels": 1}
+    for event in [
+        Event("timer-finished", {"id": "3"}), AudioStart(**fmt).event(),
+        AudioChunk(audio=ring.tobytes(), **fmt).event(), AudioStop().event(),
+        Event("transcript", {"text": "Who wrote Hamlet?"}), AudioStart(**fmt).event(),
+        AudioChunk(audio=reply.tobytes(), **fmt).event(), AudioStop().event(),
+    ]:  # fmt: skip
+        await sat._on_event(event)
+    assert sink.clips == [1600, 3200]  # both played
+    assert sat.alarm.ringing and [len(a) for a in sat.alarm._audio] == [1600]
+    assert sat.alarm.dismiss("test") and not sat.alarm.ringing
+    await sat.alarm.aclose()
