@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -234,29 +235,22 @@ def talk() -> list:
     return [frames(SPEECH, 0.6), frames(SILENCE, 1.0)]
 
 
-async def test_a_ringing_timer_repeats_until_stop_is_said_without_the_wake_word(tmp_path: Path) -> None:
+@asynccontextmanager
+async def timer_set_at_the_kitchen(tmp_path: Path, *heard: str, timeout_s: float = 30.0):
+    """A hub and a ringing satellite; "Set a timer for one second." asked and answered.
+    Yields (satellite, hub part, model, microphone, model requests before the ring)."""
     backend = EchoBackend()
     part, timers, _bus = make_part(tmp_path, backend)
-    part.stt = FakeStt("Set a timer for one second.", "Stop.")
+    part.stt = FakeStt("Set a timer for one second.", *heard)
     server, port = await start_hub([part])
-    sink, source = FakeSink(speed=50.0), LiveSource()
-    sat = ringing_satellite(port, sink)
+    source = LiveSource()
+    sat = ringing_satellite(port, FakeSink(speed=50.0), timeout_s)
     tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
     try:
         await asyncio.wait_for(sat.connected.wait(), 5.0)
         source.say(*question())
         await wait_for(lambda: sat.answers == 1)
-        asked = len(backend.requests)
-        await wait_for(lambda: sat.alarm.repeats >= 1, timeout=6.0)  # rung, then again a second later
-        ring = len(sat.alarm._audio)
-        assert ring and sat.alarm.ringing
-        source.say(*talk())  # "stop", no wake word
-        await wait_for(lambda: not sat.alarm.ringing)
-        assert part.turns[-1][1].text == "Stop." and part.turns[-1][1].sentences == []
-        repeats = sat.alarm.repeats
-        await asyncio.sleep(1.5)
-        assert sat.alarm.repeats == repeats  # dismissed: no more repeats
-        assert len(backend.requests) == asked  # "stop" never reached the model
+        yield sat, part, backend, source, len(backend.requests)
     finally:
         for task in tasks:
             task.cancel()
@@ -267,19 +261,23 @@ async def test_a_ringing_timer_repeats_until_stop_is_said_without_the_wake_word(
         timers.store.close()
 
 
+async def test_a_ringing_timer_repeats_until_stop_is_said_without_the_wake_word(tmp_path: Path) -> None:
+    async with timer_set_at_the_kitchen(tmp_path, "Stop.") as (sat, part, backend, source, asked):
+        await wait_for(lambda: sat.alarm.repeats >= 1, timeout=6.0)  # rung, then again a second later
+        assert sat.alarm._audio and sat.alarm.ringing
+        source.say(*talk())  # "stop", no wake word
+        await wait_for(lambda: not sat.alarm.ringing)
+        assert part.turns[-1][1].text == "Stop." and part.turns[-1][1].sentences == []
+        repeats = sat.alarm.repeats
+        await asyncio.sleep(1.5)
+        assert sat.alarm.repeats == repeats  # dismissed: no more repeats
+        assert len(backend.requests) == asked  # "stop" never reached the model
+
+
 async def test_talk_over_a_ringing_timer_is_not_answered_and_the_ring_times_out(tmp_path: Path) -> None:
-    backend = EchoBackend()
-    part, timers, _bus = make_part(tmp_path, backend)
-    part.stt = FakeStt("Set a timer for one second.", "What a lovely day it is.", "Who wrote Hamlet?")
-    server, port = await start_hub([part])
-    sink, source = FakeSink(speed=50.0), LiveSource()
-    sat = ringing_satellite(port, sink, timeout_s=4.0)
-    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
-    try:
-        await asyncio.wait_for(sat.connected.wait(), 5.0)
-        source.say(*question())
-        await wait_for(lambda: sat.answers == 1)
-        asked = len(backend.requests)
+    heard = ("What a lovely day it is.", "Who wrote Hamlet?")
+    kitchen = timer_set_at_the_kitchen(tmp_path, *heard, timeout_s=4.0)
+    async with kitchen as (sat, part, backend, source, asked):
         await wait_for(lambda: sat.alarm.ringing, timeout=5.0)
         source.say(*talk())  # people talking in the kitchen while it rings
         await wait_for(lambda: part.turns[-1][1].text == "What a lovely day it is.")
@@ -289,39 +287,15 @@ async def test_talk_over_a_ringing_timer_is_not_answered_and_the_ring_times_out(
         source.say(*question())  # the next question is a question again
         await wait_for(lambda: sat.answers == 2)
         assert part.turns[-1][1].text == "Who wrote Hamlet?" and len(backend.requests) == asked + 1
-    finally:
-        for task in tasks:
-            task.cancel()
-        source.close()
-        await sat.alarm.aclose()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
 
 
 async def test_the_wake_word_dismisses_a_ringing_timer_and_its_question_is_answered(tmp_path: Path) -> None:
-    part, timers, _bus = make_part(tmp_path, EchoBackend())
-    part.stt = FakeStt("Set a timer for one second.", "Who wrote Hamlet?")
-    server, port = await start_hub([part])
-    sink, source = FakeSink(speed=50.0), LiveSource()
-    sat = ringing_satellite(port, sink)
-    tasks = [asyncio.create_task(sat.run(source)), asyncio.create_task(timers.run())]
-    try:
-        await asyncio.wait_for(sat.connected.wait(), 5.0)
-        source.say(*question())
-        await wait_for(lambda: sat.answers == 1)
-        await wait_for(lambda: sat.alarm.ringing and not sat.alarm._recording, timeout=5.0)
+    kitchen = timer_set_at_the_kitchen(tmp_path, "Who wrote Hamlet?")
+    async with kitchen as (sat, part, _backend, source, _asked):
+        await wait_for(lambda: sat.alarm.ringing and not sat.alarm.announcing, timeout=5.0)
         source.say(*question())
         await wait_for(lambda: sat.answers == 2)
         assert not sat.alarm.ringing and part.turns[-1][1].text == "Who wrote Hamlet?"
-    finally:
-        for task in tasks:
-            task.cancel()
-        source.close()
-        await sat.alarm.aclose()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
 
 
 async def test_a_ring_after_a_barge_in_is_played_and_the_next_reply_is_not_taken_for_it() -> None:
