@@ -19,13 +19,13 @@ from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app, build_listener, warm_up
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
+from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.runtime import InstanceLock, runtime_dir, sd_notify
+from iris_voice.app.runtime import InstanceLock, sd_notify
 from iris_voice.app.serve import WyomingService
 from iris_voice.app.serve_parts import service_parts
 from iris_voice.app.serve_trust import load_token
 from iris_voice.audio.chime import chime
-from iris_voice.audio.echo import EchoCanceller
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.timers.origin import local_only
@@ -70,8 +70,7 @@ class Daemon:
         self.speaker = ReplySpeaker(eng.tts, self.sink, on_sentence=self.guard.saying)
         # PipeWire's canceller sits between IRIS's own streams and the devices: only for
         # the real microphone and speaker (a test's fake source has no echo to cancel).
-        real = all(hasattr(stage, "pipewire_node") for stage in (self.source, self.sink))
-        self.echo = EchoCanceller(cfg.audio, runtime_dir() / "echo-cancel") if real else None
+        self.echo = echo_canceller(cfg.audio, self.source, self.sink)
         self.pipeline = VoicePipeline(
             listener, eng.stt, self.app.responder, self.speaker, self.bus,
             wake_name=cfg.wake.model, on_stop=self._dismiss_alarm,
@@ -175,14 +174,7 @@ class Daemon:
         if self.echo is None:
             self.guard.use("off", "a custom audio source and sink: no room to echo in")
             return
-        state = await asyncio.to_thread(self.echo.start)
-        self.guard.use(state.method, state.detail)
-        self.guard.reference = self.sink.reference_level  # type: ignore[attr-defined]
-        self.source.pipewire_node = self.echo.node("input")  # type: ignore[attr-defined]
-        self.sink.pipewire_node = self.echo.node("output")  # type: ignore[attr-defined]
-        if self.cfg.audio.barge_in == "voice" and not self.guard.voice_barge_in:
-            log.warning("audio.barge_in = voice needs echo cancellation (%s): the wake word "
-                        "interrupts IRIS instead", state.detail)  # fmt: skip
+        await start_echo_cancel(self.cfg.audio, self.echo, self.guard, self.source, self.sink)
 
     async def _connect_llm(self) -> None:
         """Load the model and fill the prompt cache; retry with backoff while the server is down

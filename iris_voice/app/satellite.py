@@ -31,6 +31,7 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
 from iris_voice.app.assembly import build_engines, build_listener
+from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.satellite_ring import SatelliteAlarm
 from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.audio.chime import chime
@@ -330,6 +331,7 @@ async def run_satellite(
 
         source = source or MicCapture(cfg.audio, publish=bus.publish)
         sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
+    echo = echo_canceller(cfg.audio, source, sink, "echo-cancel-satellite")
     client = SatelliteClient(cfg, hub, satellite_name(cfg, name), listener, sink)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -338,6 +340,8 @@ async def run_satellite(
     try:
         warm = [engines.vad.warmup()] + [e.warmup() for e in (engines.wake, engines.turn) if e is not None]
         await asyncio.gather(*warm)
+        if echo is not None:  # audio.echo_cancel = "pipewire": the canceller, as on the desktop
+            await start_echo_cancel(cfg.audio, echo, listener.guard, source, sink)
         await sink.open()
         log.info("satellite %r ready, hub %s (%s)", client.name, hub, cfg.audio.activation)
         running = loop.create_task(client.run(source), name="satellite")
@@ -350,6 +354,8 @@ async def run_satellite(
     finally:
         source.close()
         sink.close()
+        if echo is not None:
+            echo.stop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0

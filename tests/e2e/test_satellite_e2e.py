@@ -40,14 +40,16 @@ def _wait_line(path: Path, wanted: str, proc: subprocess.Popen, timeout: float) 
 
 
 @pytest.fixture
-def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
+def hub_and_satellite(virtual_audio, speech_manifest, tmp_path, request):
+    """The hub and the satellite; ``request.param`` adds to the satellite's [audio]."""
     tz = "UTC"
+    audio = {"notifications": False, "alarm_repeat_s": 2.0, **getattr(request, "param", {})}
     env = virtual_audio.child_env()
     env.update(PYTHONUNBUFFERED="1", XDG_STATE_HOME=str(tmp_path / "state"),
                OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip  # the fast path answers: no model
     hub_cfg = write_config(tmp_path / "hub.toml", {"tools": {"timezone": tz}})
     sat_cfg = write_config(tmp_path / "satellite.toml", {
-        "audio": {"notifications": False, "alarm_repeat_s": 2.0}, "satellite": {"name": "kitchen"},
+        "audio": audio, "satellite": {"name": "kitchen"},
     })  # fmt: skip
     procs = []
     try:
@@ -74,6 +76,7 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path):
                     proc.wait()
 
 
+@pytest.mark.parametrize("hub_and_satellite", [{"echo_cancel": "pipewire"}], indirect=True)
 def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     virtual_audio, hub_and_satellite, judge
 ):
@@ -98,6 +101,8 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     assert in_speech & hours if in_speech else share_heard(reply, said) >= 0.75, (
         f"the satellite's speaker said {said!r}; the reply was {reply!r}; the hour is {now:%H:%M}"
     )
+    # audio.echo_cancel = "pipewire": the satellite runs PipeWire's canceller, as the desktop does
+    assert "PipeWire's WebRTC canceller" in sat_log.read_text()
     assert sat.poll() is None and hub.poll() is None
 
 

@@ -339,7 +339,7 @@ def _reinit_portaudio() -> None:
         import sounddevice as sd
     except (ImportError, OSError):
         return
-    sd.terminate()
+    sd._terminate()
     sd._initialize()
 
 

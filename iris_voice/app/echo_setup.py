@@ -1,0 +1,43 @@
+"""Echo cancellation for IRIS's own streams, the same for the desktop daemon and a satellite.
+
+PipeWire's canceller (``audio.echo``) runs between IRIS's microphone and speaker streams
+and the devices when ``audio.echo_cancel = "pipewire"`` and the module is there; otherwise
+the software guard (``voice.echoguard``) does what it can, and says why once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from iris_voice.app.runtime import runtime_dir
+from iris_voice.audio.echo import EchoCanceller
+from iris_voice.config import AudioConfig
+from iris_voice.voice.echoguard import EchoGuard
+
+log = logging.getLogger(__name__)
+
+
+def echo_canceller(
+    cfg: AudioConfig, source: Any, sink: Any, name: str = "echo-cancel"
+) -> EchoCanceller | None:
+    """A canceller for the real microphone and speaker (None for a test's fake devices:
+    no room to echo in); ``name`` is its directory under IRIS's runtime directory."""
+    real = all(hasattr(stage, "pipewire_node") for stage in (source, sink))
+    return EchoCanceller(cfg, runtime_dir() / name) if real else None
+
+
+async def start_echo_cancel(
+    cfg: AudioConfig, echo: EchoCanceller, guard: EchoGuard, source: Any, sink: Any
+) -> None:
+    """Start the canceller (or settle for the guard) before the devices open, and point
+    the streams at its nodes; the guard learns what runs and hears the speaker's level."""
+    state = await asyncio.to_thread(echo.start)
+    guard.use(state.method, state.detail)
+    guard.reference = sink.reference_level
+    source.pipewire_node = echo.node("input")
+    sink.pipewire_node = echo.node("output")
+    if cfg.barge_in == "voice" and not guard.voice_barge_in:
+        log.warning("audio.barge_in = voice needs echo cancellation (%s): the wake word "
+                    "interrupts IRIS instead", state.detail)  # fmt: skip
