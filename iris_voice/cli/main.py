@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     wk.add_argument("--wav", metavar="FILE", required=True, help="a WAV file, any rate and channel count")
     wk.add_argument("--threshold", type=_threshold, help="instead of wake.threshold (0 < T < 1)")
     wk.add_argument(
+        "--patience", type=int, choices=range(1, 9), metavar="K", help="instead of wake.patience (1-8 steps)"
+    )
+    wk.add_argument(
         "--model", metavar="NAME", help="instead of wake.model: a built-in name or a .tflite file"
     )
 

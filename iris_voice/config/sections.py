@@ -117,6 +117,9 @@ class WakeConfig(_Section):
     model: str = "hey_jarvis"
     """A built-in model name (hey_jarvis, alexa, hey_mycroft…) or the path of a .tflite/.onnx model."""
     threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    patience: Annotated[int, Field(ge=1, le=8)] = 3
+    """Model steps (80 ms each) in a row that must score at or above ``threshold``: 1 fires
+    on a single step; 3 ignores a phrase that only brushes past it, at 160 ms later."""
 
 
 class SttConfig(_Section):

@@ -21,6 +21,7 @@ import ctypes
 import logging
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +46,9 @@ class WakeDetector(Protocol):
 
     name: str
     """The wake word model, e.g. ``hey_jarvis``."""
+    late_s: float
+    """How much later than the model's first high score a detection fires (``wake.patience``):
+    the listener keeps that much more audio from before it, so the question's first word stays."""
 
     async def process(self, frame: np.ndarray) -> float:
         """Feed one frame (int16); the highest wake-word score seen in it, 0..1."""
@@ -86,7 +90,9 @@ class OpenWakeWordDetector:
     """``WakeDetector`` on openWakeWord (pyopen-wakeword).
 
     ``process`` returns the highest score of the model steps the frame completed, or
-    0.0 when it completed none; the caller compares it with ``threshold``.
+    0.0 when it completed none; the caller compares it with ``threshold``. With
+    ``wake.patience`` k > 1 a step's score is the lowest of the last k steps', so it
+    reaches the threshold only when k steps in a row did.
     Feed frames in order, one ``process`` at a time.
     """
 
@@ -99,6 +105,8 @@ class OpenWakeWordDetector:
         self._pending = np.zeros(0, dtype=np.int16)  # touched only by the event loop
         self._lock = threading.Lock()  # one model step at a time on these interpreters
         self._reset_pending = False
+        self._recent: deque[float] = deque(maxlen=cfg.patience)  # the last steps' scores
+        self.late_s = (cfg.patience - 1) * STEP_SAMPLES / SAMPLE_RATE
         self._ww: Any = None
         self._features: Any = None
 
@@ -133,9 +141,12 @@ class OpenWakeWordDetector:
                 # keeps its audio history: resetting it would recompute ~8 s of zero-filled
                 # start (~0.6 s of CPU) right when STT and the LLM need the cores.
                 self._ww.reset()
+                self._recent.clear()
             for embedding in self._features.process_streaming(chunk.tobytes()):
                 for score in self._ww.process_streaming(embedding):
-                    best = max(best, float(score))
+                    self._recent.append(float(score))
+                    if len(self._recent) == self._recent.maxlen:
+                        best = max(best, min(self._recent))
         return best
 
     def _take_steps(self, frame: np.ndarray) -> np.ndarray | None:

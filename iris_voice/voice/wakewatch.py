@@ -61,10 +61,21 @@ class WakeWatch:
         self._unfed.clear()
         for i, f in enumerate(batch):
             if await self._wake(f, during_speech=False):
-                # pre-roll up to the detection, and what was said after it (the question's start)
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
-                self._start(Trigger.WAKE_WORD, batch[max(0, i + 1 - n) : i + 1] + batch[i + 1 :])
+                self._start(Trigger.WAKE_WORD, self._from_detection(batch, i))
                 return
+
+    def _from_detection(self, batch: list[np.ndarray], i: int) -> list[np.ndarray]:
+        """A wake-word capture's first frames: up to ``WAKE_PRE_ROLL_S`` of ``batch`` before
+        its detection at ``batch[i]`` (the catch-up of a quiet room has them; mid-speech the
+        batch is that one frame), moved back by as much as the detector fires late
+        (``late_s``, from the listener's pre-roll), and what was said after it."""
+        base = max(0, i + 1 - max(1, round(WAKE_PRE_ROLL_S / FRAME_S)))
+        late = round(self.wake.late_s / FRAME_S) if self.wake is not None else 0
+        heard = [f for f, _ in self._pre]
+        before = heard[: max(0, len(heard) - len(batch))]  # the pre-roll ends with the batch
+        history = before + batch
+        start = max(0, len(before) + base - late)
+        return history[start : len(before) + i + 1] + batch[i + 1 :]
 
     async def _wake_in_capture(self, frame: np.ndarray, capture: list[np.ndarray]) -> bool:
         """In the first ``WAKE_WATCH_S`` of a capture opened without the wake word, run the
@@ -81,7 +92,7 @@ class WakeWatch:
                 # it ends: a turn detector asked at the comma would end the turn first.
                 self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
             if fired:
-                n = max(1, round(WAKE_PRE_ROLL_S / FRAME_S))
+                n = self._pre_roll_frames()
                 barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
                 if barge:  # said over an alarm's announcement: as a barge-in would
                     self._emit(BargeIn(Trigger.WAKE_WORD))
@@ -89,9 +100,15 @@ class WakeWatch:
                 return True
         return False
 
+    def _pre_roll_frames(self) -> int:
+        """Frames kept from before a detection: ``WAKE_PRE_ROLL_S``, and as much again as
+        the detector fires late (``wake.patience``), so the same audio comes before the question."""
+        late = self.wake.late_s if self.wake is not None else 0.0
+        return max(1, round((WAKE_PRE_ROLL_S + late) / FRAME_S))
+
     def _wake_pre_roll(self) -> list[np.ndarray]:
-        n = max(0, round(WAKE_PRE_ROLL_S / FRAME_S))
-        return [f for f, _ in list(self._pre)[-n:]] if n else []
+        n = self._pre_roll_frames()
+        return [f for f, _ in list(self._pre)[-n:]]
 
     async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
         if self.wake is None:

@@ -75,6 +75,7 @@ class FakeWake:
     end of the phrase, not at its first syllable."""
 
     name = "hey_jarvis"
+    late_s = 0.0
 
     def __init__(self, needed: int = 6) -> None:
         self.calls = 0

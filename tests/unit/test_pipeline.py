@@ -173,6 +173,38 @@ async def test_stop_alone_dismisses_a_ringing_alarm():
     assert len(h.stt.audio) == heard, "without an alarm the wake word is needed again"
 
 
+class PatientWake(FakeWake):
+    """Fires ``delay`` frames after the phrase ends, as ``wake.patience`` makes the real
+    detector do, and says so (``late_s``)."""
+
+    def __init__(self, delay: int) -> None:
+        super().__init__()
+        self.delay, self.late_s, self.waited = delay, delay * 0.032, -1
+
+    async def process(self, frame):
+        if await super().process(frame) > 0.5:
+            self.waited = 0
+        elif self.waited >= 0:
+            self.waited += 1
+        if self.waited == self.delay:
+            self.waited = -1
+            return 0.9
+        return 0.01
+
+
+async def test_a_late_wake_detection_keeps_the_question_whole():
+    """The capture reaches back as far as the detector fired late: the question's first
+    word is not cut, and the audio transcribed is the same as with a prompt detector."""
+    heard = []
+    for delay in (0, 5):
+        h = Harness(ScriptedBackend("Okay."), FakeStt("what time is it"), pre_roll_ms=1000)
+        h.listener.wake = h.wake = PatientWake(delay)
+        await h.run(ScriptSource(frames(SILENCE, 0.5) + frames(WAKE, 0.2) + frames(SPEECH, 1.0)))
+        (audio,) = h.stt.audio
+        heard.append(audio)
+    assert len(heard[1]) == len(heard[0]) and (heard[1] == heard[0]).all()
+
+
 async def test_an_alarm_closes_the_follow_up_window():
     """A timer that rings just after a reply: talk over the ring is not a follow-up question."""
     backend = ScriptedBackend()

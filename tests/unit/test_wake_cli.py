@@ -87,7 +87,7 @@ def test_detected_prints_each_detection_and_the_highest_score(scripted, tmp_path
     assert det.resets == 2  # after each detection, as the listener does
     frame_s = FRAME_SAMPLES / SAMPLE_RATE
     assert out == [
-        f"alexa over {tmp_path / 'a.wav'} (2.00 s, then 1 s of silence), threshold 0.60",
+        f"alexa over {tmp_path / 'a.wav'} (2.00 s, then 1 s of silence), threshold 0.60, patience 3",
         f"detected at {31 * frame_s:.2f} s (score 0.700)",
         f"detected at {33 * frame_s:.2f} s (score 0.900)",
         f"highest score 0.900 at {33 * frame_s:.2f} s",
@@ -163,3 +163,45 @@ def test_replayed_thresholds_skip_the_frames_a_reset_silences():
     assert detections_at(scores, 0.3) == [10, 10 + REFRACTORY_FRAMES, 95]
     assert detections_at(scores, 0.95) == []
     assert REFRACTORY_FRAMES == 40  # 16 model steps of 1280 samples, in 512-sample frames
+
+
+def test_patience_reaches_the_detector(scripted, tmp_path):
+    scripted.scores = [0.9]
+    wav = write_wav(tmp_path / "a.wav", 0.5)
+    main(["wake", "--wav", str(wav), "--patience", "3"])
+    assert scripted.made[0].cfg.patience == 3
+
+
+class _Steps:
+    """Stand-ins for openWakeWord's two models: one embedding per 80 ms step, and a
+    scripted score for each."""
+
+    def __init__(self, scores: list[float]) -> None:
+        self.scores = list(scores)
+
+    def process_streaming(self, item):  # features: bytes in, embeddings out; model: embedding in
+        if isinstance(item, bytes):
+            yield from range(len(item) // (2 * wake.STEP_SAMPLES))
+        else:
+            yield self.scores.pop(0)
+
+    def reset(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("patience", "expected"),
+    [(1, [0.1, 0.9, 0.1, 0.9, 0.9, 0.9, 0.2]), (3, [0.0, 0.0, 0.1, 0.1, 0.1, 0.9, 0.2])],
+)
+def test_patience_needs_that_many_steps_in_a_row(patience, expected):
+    from iris_voice.config import WakeConfig
+
+    det = wake.OpenWakeWordDetector(WakeConfig(patience=patience))
+    steps = _Steps([0.1, 0.9, 0.1, 0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9])
+    det._ww = steps
+    det._features = steps
+    step = np.zeros(wake.STEP_SAMPLES, np.int16)
+    assert [round(det.process_sync(step), 3) for _ in range(7)] == expected
+    det.reset()  # a reset forgets the steps before it: three new ones are needed again
+    after = [round(det.process_sync(step), 3) for _ in range(3)]
+    assert after == ([0.9] * 3 if patience == 1 else [0.0, 0.0, 0.9])

@@ -215,7 +215,7 @@ def summarize(cfg: WakeConfig, wake_rows: list[dict], fa: dict, thresholds: list
 
 def report(cfg: WakeConfig, human: Path | None, wake_rows: list[dict], fa: dict, summary: dict) -> None:
     """Print the figures."""
-    print(f"\nwake word {summary['model']}, wake.threshold {cfg.threshold:.2f}")
+    print(f"\nwake word {summary['model']}, wake.threshold {cfg.threshold:.2f}, wake.patience {cfg.patience}")
     if human is None:
         print("\n(a) human wake-word recordings: not found (--human DIR); skipped")
     else:
@@ -270,12 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--human", type=Path, default=HUMAN, help=f"the human recordings (default {HUMAN})")
     p.add_argument("--config", help="IRIS config file whose [wake] is measured (default: the one IRIS loads)")
     p.add_argument("--threshold", type=float, help="instead of wake.threshold")
+    p.add_argument("--patience", type=int, help="instead of wake.patience (steps in a row at the threshold)")
     p.add_argument("--model", help="instead of wake.model")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = p.parse_args(argv)
     start = time.perf_counter()
     cfg, _ = config_mod.load(args.config)
-    update = {"threshold": args.threshold, "model": args.model}
+    update = {"threshold": args.threshold, "model": args.model, "patience": args.patience}
     update = {k: v for k, v in update.items() if v is not None}
     wake = WakeConfig.model_validate(cfg.wake.model_dump() | update)
     thresholds = sorted({*THRESHOLDS, wake.threshold})
