@@ -200,9 +200,7 @@ class SatelliteClient:
             self._rate = AudioStart.from_event(event).rate
             self.alarm.stream_started(self._rate)
             self._playing = True
-            self.listener.answering()  # the wake word now interrupts
-            if self.listener.guard is not None:
-                self.listener.guard.saying("")  # the words stay on the hub; the timing is what counts
+            self._speaker_busy()
         elif kind == "audio-chunk" and self._playing:
             chunk = AudioChunk.from_event(event)
             pcm = np.frombuffer(chunk.audio, np.int16)
@@ -235,13 +233,17 @@ class SatelliteClient:
         if not self._playing and not self.alarm.sounding:
             self.listener.idle()
 
+    def _speaker_busy(self) -> None:
+        """The speaker starts playing: the wake word (and "stop" over a ring) now interrupts,
+        and the echo guard knows (the words stay on the hub; the timing is what counts)."""
+        self.listener.answering()
+        if self.listener.guard is not None:
+            self.listener.guard.saying("")
+
     def _ring_playing(self, playing: bool) -> None:
-        """A repeat of the ringing timer starts or ends: the listener hears "stop" and the
-        wake word over it, and the echo guard knows the speaker is busy."""
+        """A repeat of the ringing timer starts or ends."""
         if playing:
-            self.listener.answering()
-            if self.listener.guard is not None:
-                self.listener.guard.saying("")
+            self._speaker_busy()
         elif not self._playing and not self._in_turn:
             self.listener.idle()
 

@@ -113,9 +113,10 @@ class OllamaBackend:
         # The ollama client's default timeout is none: a dead server would hang a turn forever.
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=cfg.connect_timeout_s)
         self._client = ollama.AsyncClient(host=cfg.host, timeout=timeout)
-        # One client for the version probe, kept: making an httpx client loads the TLS
-        # certificates (~60 ms of CPU on the event loop), and ``iris status`` probes each time.
-        self._probe = httpx.AsyncClient(timeout=cfg.connect_timeout_s)
+        # The version probe's client, made on the first probe and kept: making an httpx client
+        # loads the TLS certificates (~60 ms of CPU on the event loop), and ``iris status``
+        # probes each time (start-up, which never probes, does not pay for it).
+        self._probe: httpx.AsyncClient | None = None
 
     def _options(self) -> dict[str, Any]:
         return {"num_ctx": self.cfg.num_ctx, "temperature": self.cfg.temperature}
@@ -188,6 +189,8 @@ class OllamaBackend:
     async def version(self) -> str:
         """The server's version string."""
         try:
+            if self._probe is None:
+                self._probe = httpx.AsyncClient(timeout=self.cfg.connect_timeout_s)
             r = await self._probe.get(f"{self.cfg.host}/api/version")
             r.raise_for_status()
             return str(r.json().get("version", "?"))

@@ -68,6 +68,18 @@ async def wait_for(predicate, timeout: float = 10.0) -> None:
     raise AssertionError("timed out waiting")
 
 
+async def shut_down(tasks, source: LiveSource, part, server, timers) -> None:
+    """End a test's satellites and hub: the tasks, the microphone, the hub part, its server
+    (None: never started) and the timer store."""
+    for task in tasks:
+        task.cancel()
+    source.close()
+    await part.aclose()
+    if server is not None:
+        await server.stop()
+    timers.store.close()
+
+
 def make_satellite(port: int, sink: FakeSink, token: str = "") -> SatelliteClient:
     cfg = CFG.model_copy(update={"satellite": CFG.satellite.model_copy(update={"token": token})})
     listener = Listener(cfg.audio, FakeVad(), FakeWake(), EventBus().publish)
@@ -92,11 +104,7 @@ async def test_a_question_is_answered_through_the_satellites_speaker(tmp_path: P
         # FakeTts: 0.2 s per sentence at 16 kHz, all of it played by the satellite
         assert sum(sink.clips) == pytest.approx(len(part.turns[-1][1].sentences) * 3200, abs=2)
     finally:
-        task.cancel()
-        source.close()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
+        await shut_down([task], source, part, server, timers)
 
 
 async def test_no_hub_yet_chimes_then_the_satellite_connects_when_it_comes(tmp_path: Path) -> None:
@@ -120,12 +128,7 @@ async def test_no_hub_yet_chimes_then_the_satellite_connects_when_it_comes(tmp_p
         await wait_for(lambda: not sat.connected.is_set())
         assert not task.done()
     finally:
-        task.cancel()
-        source.close()
-        await part.aclose()
-        if server is not None:
-            await server.stop()
-        timers.store.close()
+        await shut_down([task], source, part, server, timers)
 
 
 def test_the_name_comes_from_the_flag_the_config_or_the_host() -> None:
@@ -168,11 +171,7 @@ async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(
         asked = [m["content"] for m in history if m["role"] == "user"]
         assert asked[-1] == "What time is it in Tokyo?"
     finally:
-        task.cancel()
-        source.close()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
+        await shut_down([task], source, part, server, timers)
 
 
 async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path) -> None:
@@ -192,12 +191,7 @@ async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path)
         assert [r.state for r in await timers.list()] == []  # rung, not left pending
         assert part.turns[-1][1].text == "Set a timer for one second."
     finally:
-        for task in tasks:
-            task.cancel()
-        source.close()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
+        await shut_down(tasks, source, part, server, timers)
 
 
 async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: Path) -> None:
@@ -214,12 +208,7 @@ async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: 
         assert not bad.connected.is_set() and not tasks[1].done()  # refused, and retrying
         assert list(part.connected) == ["kitchen"] and part.connected["kitchen"].conn.peer
     finally:
-        for task in tasks:
-            task.cancel()
-        source.close()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
+        await shut_down(tasks, source, part, server, timers)
 
 
 def ringing_satellite(port: int, sink: FakeSink, timeout_s: float = 30.0) -> SatelliteClient:
@@ -252,13 +241,8 @@ async def timer_set_at_the_kitchen(tmp_path: Path, *heard: str, timeout_s: float
         await wait_for(lambda: sat.answers == 1)
         yield sat, part, backend, source, len(backend.requests)
     finally:
-        for task in tasks:
-            task.cancel()
-        source.close()
         await sat.alarm.aclose()
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
+        await shut_down(tasks, source, part, server, timers)
 
 
 async def test_a_ringing_timer_repeats_until_stop_is_said_without_the_wake_word(tmp_path: Path) -> None:
