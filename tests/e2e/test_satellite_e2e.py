@@ -8,6 +8,7 @@ The hub is a real ``iris serve`` (``tools.testbed.hubs.hub_process``).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -98,7 +99,10 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     said = heard(judge, audio)
     print(f"\nhub answered {reply!r}; the satellite's speaker said {said!r}")
     in_speech = clock_hours(said)
-    assert in_speech & hours if in_speech else share_heard(reply, said) >= 0.75, (
+    # No time the listener could read ("2:23 PM" once came back as "223 pdm"): the rest of the
+    # reply, whose words Whisper does not write in many ways, must have been said.
+    rest = re.sub(r"\b\d{1,2}:\d{2}\s*[ap]\.?\s?m\.?", " ", reply, flags=re.I)
+    assert in_speech & hours if in_speech else share_heard(rest, said) >= 0.75, (
         f"the satellite's speaker said {said!r}; the reply was {reply!r}; the hour is {now:%H:%M}"
     )
     # audio.echo_cancel = "pipewire": the satellite runs PipeWire's canceller, as the desktop does
