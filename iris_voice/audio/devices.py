@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
+from iris_voice import heavy
 from iris_voice.errors import AudioError, Code
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class AudioDevice:
 def sounddevice() -> ModuleType:
     """The sounddevice module; AudioError ``audio-unavailable`` when PortAudio is missing."""
     try:
-        import sounddevice as sd
+        sd = heavy.load("sounddevice")
     except OSError as exc:  # sounddevice raises OSError when libportaudio is not found
         raise AudioError(
             Code.AUDIO_UNAVAILABLE, f"PortAudio is not installed (apt install libportaudio2): {exc}"

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from iris_voice import heavy
 from iris_voice.config import SttConfig
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import whisper_model_dir
@@ -104,7 +105,8 @@ class FasterWhisperTranscriber:
         if self._model is None:
             self.model_dir = whisper_model_dir(self.cfg.model)
             try:
-                from faster_whisper import WhisperModel  # heavy import: only when needed
+                # One heavy import at a time (iris_voice.heavy): the warm-up runs in threads.
+                WhisperModel = heavy.load("faster_whisper").WhisperModel
             except ImportError as exc:
                 raise SpeechError(
                     Code.MODEL_MISSING, f"stt.model: faster-whisper cannot be imported: {exc}"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from iris_voice import heavy
 from iris_voice.config import TtsConfig
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import piper_voice_files
@@ -70,7 +71,8 @@ class PiperSynthesizer:
         # Called in a worker thread with the lock held.
         if self._voice is None:
             try:
-                from piper import PiperVoice, SynthesisConfig  # heavy import: only when needed
+                piper = heavy.load("piper")  # one heavy import at a time (iris_voice.heavy)
+                PiperVoice, SynthesisConfig = piper.PiperVoice, piper.SynthesisConfig
             except ImportError as exc:
                 raise SpeechError(
                     Code.MODEL_MISSING, f"tts.voice: piper-tts cannot be imported: {exc}"

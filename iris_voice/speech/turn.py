@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from iris_voice import heavy
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import smart_turn_model
 
@@ -54,8 +55,8 @@ class TurnDetector(Protocol):
 
 @functools.cache
 def _extractor() -> Any:
-    from faster_whisper.feature_extractor import FeatureExtractor
-
+    # Behind the one import lock: Whisper's own import may be running in another thread.
+    FeatureExtractor = heavy.load("faster_whisper.feature_extractor").FeatureExtractor
     return FeatureExtractor(chunk_length=WINDOW_S)  # its mel filter bank is built once
 
 
@@ -83,7 +84,7 @@ class SmartTurnDetector:
 
     def _load(self) -> Any:
         if self._session is None:
-            import onnxruntime
+            onnxruntime = heavy.load("onnxruntime")
 
             opts = onnxruntime.SessionOptions()
             # One thread: the last words are being transcribed on the other core meanwhile.

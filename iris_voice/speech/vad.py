@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from iris_voice import heavy
 from iris_voice.audio import FRAME_SAMPLES
 from iris_voice.errors import Code, SpeechError
 
@@ -246,7 +247,7 @@ class SileroDetector:
 
     def _load(self) -> Any:
         if self._session is None:
-            import onnxruntime
+            onnxruntime = heavy.load("onnxruntime")
 
             opts = onnxruntime.SessionOptions()
             opts.intra_op_num_threads = 1

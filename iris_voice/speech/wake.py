@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from iris_voice import heavy
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import WakeConfig
 from iris_voice.errors import Code, SpeechError
@@ -114,7 +115,8 @@ class OpenWakeWordDetector:
         if self._ww is not None:
             return
         try:
-            from pyopen_wakeword import Model, OpenWakeWord, OpenWakeWordFeatures
+            oww = heavy.load("pyopen_wakeword")  # one heavy import at a time (iris_voice.heavy)
+            Model, OpenWakeWord, OpenWakeWordFeatures = oww.Model, oww.OpenWakeWord, oww.OpenWakeWordFeatures
         except ImportError as exc:
             raise ModelMissing("wake.model", "pyopen-wakeword is not installed in IRIS's virtualenv") from exc
         start = time.perf_counter()
@@ -257,7 +259,8 @@ def _single_threaded(features: Any) -> None:
     pyopen-wakeword 1.1.0 passes no interpreter options, so TFLite picks several threads
     that mostly spin: ~6 ms of CPU per 80 ms step instead of ~3.5 ms on one thread, with
     the same scores. If the library's internals differ, the defaults stay (logged)."""
-    from pyopen_wakeword.openwakeword import EMB_SHAPE, MEL_SHAPE
+    internals = heavy.load("pyopen_wakeword.openwakeword")
+    EMB_SHAPE, MEL_SHAPE = internals.EMB_SHAPE, internals.MEL_SHAPE
 
     lib = features.lib
     try:
