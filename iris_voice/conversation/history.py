@@ -5,6 +5,14 @@ the messages a model would have seen, so the next question has its context ("…
 Paris?"). ``Conversation`` is the only owner of that history: the idle reset, the
 bounds in turns and tokens, a turn that ends with a tool's own sentence, and trimming
 a reply to what was heard after a barge-in all happen here, nowhere else.
+
+The bounds are trimmed with hysteresis. The model server reuses the longest prefix of the
+last prompt it read; dropping the oldest turn moves the conversation's start, so everything
+after the system prompt must be read again (~1,000 tokens, seconds on two cores). Dropping
+one turn per question, once the bound is reached, paid that on every turn of a long
+conversation. Instead a turn past the bound drops the oldest turns in one step, down to a
+low-water mark (``Bounds.keep``): between trims a turn only appends, and after one only the
+few turns kept are read again (while IRIS is idle: ``PromptWarmer``).
 """
 
 from __future__ import annotations
@@ -61,11 +69,20 @@ class Bounds:
     """How much history a model is shown."""
 
     turns: int = 6
-    """Turns kept (``llm.history_turns``; 0 keeps none)."""
+    """Most turns kept (``llm.history_turns``; 0 keeps none)."""
     tokens: int = 1500
-    """Rough token budget of the kept turns (``llm.history_tokens``)."""
+    """Rough token budget of the kept turns, at most (``llm.history_tokens``)."""
     idle_reset_s: float = 300.0
     """Silence after which a new question starts a new conversation (``llm.history_idle_reset_s``)."""
+    keep: float = 1 / 3
+    """The low-water mark: a turn past ``turns`` or ``tokens`` drops the oldest turns until at
+    most this share of both is left. 1.0 drops one turn at a time, just under the bounds
+    (the policy before hysteresis; benchmarks compare with it)."""
+
+
+def estimated_tokens(turn: list[Message]) -> float:
+    """A turn's size in tokens, roughly: 4 characters of its JSON a token."""
+    return len(json.dumps(turn)) / 4
 
 
 class Conversation:
@@ -80,6 +97,8 @@ class Conversation:
         self._last_activity = clock()
         self.version = 0
         """Counts every change, so a reader can tell the history moved on."""
+        self.trims = 0
+        """Times the oldest turns were dropped to stay within the bounds."""
 
     def __len__(self) -> int:
         return len(self.turns)
@@ -114,11 +133,25 @@ class Conversation:
             self.turns[-1].append({"role": "assistant", "content": self._open_reply})
         self._open_reply = open_reply
         self.turns.append(turn)
-        del self.turns[: -self.bounds.turns]
-        # A rough 4-characters-per-token estimate keeps the context well inside num_ctx.
-        while len(self.turns) > 1 and sum(len(json.dumps(t)) for t in self.turns) / 4 > self.bounds.tokens:
-            self.turns.pop(0)
+        self._trim()
         self.version += 1
+
+    def _trim(self) -> None:
+        """Past a bound, drop the oldest turns in one step down to the low-water mark; the
+        newest turn always stays, even alone over the budget."""
+        b = self.bounds
+        sizes = [estimated_tokens(t) for t in self.turns]
+        if len(sizes) <= b.turns and (len(sizes) == 1 or sum(sizes) <= b.tokens):
+            return
+        # 1e-9: 6 turns at a third keep 2, whatever the float rounding of 1/3.
+        most_turns, most_tokens = max(1, int(b.turns * b.keep + 1e-9)), b.tokens * b.keep
+        kept, total = 1, sizes[-1]
+        for size in reversed(sizes[:-1]):
+            if kept >= most_turns or total + size > most_tokens:
+                break
+            kept, total = kept + 1, total + size
+        del self.turns[:-kept]
+        self.trims += 1
 
     def amend_last(self, heard: str) -> None:
         """After a barge-in, keep only what the user actually heard of the last reply;
