@@ -4,7 +4,12 @@ IRIS refuses, it refuses first, with exit 78 and the key named."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,7 @@ from iris_voice.app.assembly import build_app
 from iris_voice.cli.main import main
 from iris_voice.config import parse
 from iris_voice.errors import ConfigError
+from iris_voice.timers.store import TimerStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +59,16 @@ CASES = [
     ("[llm]\nrequest_timeout_s = inf\n", "llm.request_timeout_s: must be a finite number"),
     ("[audio]\nfollow_up_s = nan\n", "audio.follow_up_s: must be a finite number"),
     ('[stt]\nmodel = "/nonexistent/whisper"\n', "stt.model: '/nonexistent/whisper' is neither"),
+    (
+        '[[mcp.servers]]\nname = "x"\ncategory = "x"\ncommand = "sh"\ncwd = "/nonexistent/dir"\n',
+        "mcp.servers[0].cwd: '/nonexistent/dir' is not a directory",
+    ),
+    ('[serve]\ntoken_file = "/nonexistent/token"\n', "serve.token_file: cannot read /nonexistent/token"),
+    (
+        '[serve]\nuri = "unix:///nonexistent/iris/wyoming.sock"\n',
+        "serve.uri: the socket /nonexistent/iris/wyoming.sock cannot be created",
+    ),
+    ('[serve]\nuri = "unix:///proc/iris-wyoming.sock"\n', "serve.uri: the socket /proc/iris-wyoming.sock"),
 ]
 
 
@@ -124,3 +140,119 @@ def test_problems_are_all_reported_at_once(tmp_path):
     )
     found = checks.problems(cfg, speech=False)
     assert [p.split(":")[0] for p in found] == ["tools.disabled", "llm.direct_return"]
+
+
+# -- paths are tried, not asked: the same answers for root and for a user ------------------
+
+UNCREATABLE = "/proc/iris-cannot-write-here/timers.db"
+"""A timers path no one can create, root included (os.access says yes to root for /proc)."""
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+QUIET = '[audio]\nend_of_turn = "silence"\n'
+"""Leaves out the Smart Turn model, which lives in the (root's) cache, not the venv."""
+
+
+def test_an_uncreatable_timers_db_is_refused_and_the_store_fails_there_too(tmp_path, capsys):
+    code, lines = check_config(tmp_path, capsys, f'[tools]\ntimers_db = "{UNCREATABLE}"\n')
+    assert code == 78, lines
+    assert lines[0].startswith(f"tools.timers_db: {UNCREATABLE} cannot be created ("), lines
+    with pytest.raises(OSError):  # what the check refuses is what start-up would die on
+        TimerStore(UNCREATABLE)
+
+
+def test_missing_folders_are_made_for_the_probe_and_removed_again(tmp_path, capsys):
+    db = tmp_path / "a" / "b" / "timers.db"
+    (tmp_path / "kept").mkdir()
+    code, lines = check_config(tmp_path, capsys, f'[tools]\ntimers_db = "{db}"\n')
+    assert (code, lines) == (0, ["ok"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "kept"]
+    store = TimerStore(db)  # and the store can make them for real
+    store.close()
+
+
+def test_a_folder_the_probe_cannot_write_is_refused_when_the_kernel_refuses_it(tmp_path):
+    """A folder without write permission: refused for a user, accepted for root (who can
+    write there), exactly as SQLite would fare."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    problem = checks.folder_problem(locked, create=False)
+    if os.geteuid() == 0:
+        assert problem is None
+        (locked / "probe").write_text("root writes here")
+    else:
+        assert problem == f"{locked}: Permission denied"
+    assert sorted(p.name for p in locked.iterdir()) in ([], ["probe"])
+
+
+def test_a_socket_folder_is_not_made(tmp_path):
+    """The Wyoming server does not make its socket's folder, so the check does not either."""
+    folder = tmp_path / "run"
+    assert checks.folder_problem(folder, create=False) == f"the folder {folder} does not exist"
+    assert not folder.exists()
+    assert checks.folder_problem(tmp_path, create=False) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_unix_socket_in_a_writable_folder_and_a_token_file_pass(tmp_path, capsys):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    toml = f'[serve]\nuri = "unix://{tmp_path}/w.sock"\ntoken_file = "{token}"\n'
+    assert check_config(tmp_path, capsys, toml) == (0, ["ok"])
+
+
+@pytest.fixture(scope="module")
+def as_nobody() -> tuple[list[str], dict[str, str]]:
+    """A command prefix running this checkout's code as the user nobody, and its environment."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: the checks run as this user only (cannot switch to nobody)")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed: cannot switch to nobody")
+    paths = dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(paths), "HOME": "/nonexistent"}
+    # The venv's interpreter may sit under /root (a pyenv build); Debian's python3.11 runs
+    # the same code from the venv's site-packages.
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    tried = []
+    for python in dict.fromkeys([sys.executable, f"/usr/bin/{version}"]):
+        cmd = [*NOBODY, python, "-c", "import iris_voice.app.checks"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+        if out.returncode == 0:
+            return [*NOBODY, python, "-m", "iris_voice.cli", "check-config"], env
+        tried.append(f"{python}: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
+    pytest.skip("nobody cannot run this checkout's code: " + "; ".join(tried))
+
+
+@pytest.fixture
+def nobody_home():
+    """A folder of nobody's own (pytest's tmp_path is private to root)."""
+    home = Path(tempfile.mkdtemp(prefix="iris-nobody-"))
+    os.chown(home, 65534, 65534)
+    yield home
+    shutil.rmtree(home)
+
+
+def nobody_check_config(as_nobody, home: Path, toml: str) -> tuple[int, list[str]]:
+    cmd, env = as_nobody
+    config = home / "config.toml"
+    config.write_text(QUIET + toml)
+    env = {**env, "HOME": str(home), "XDG_STATE_HOME": str(home / "state")}
+    out = subprocess.run([*cmd, str(config)], env=env, capture_output=True, text=True, timeout=120)
+    return out.returncode, (out.stdout + out.stderr).splitlines()
+
+
+def test_as_nobody_an_uncreatable_timers_db_is_refused(as_nobody, nobody_home):
+    code, lines = nobody_check_config(as_nobody, nobody_home, f'[tools]\ntimers_db = "{UNCREATABLE}"\n')
+    assert code == 78 and lines[0].startswith(f"tools.timers_db: {UNCREATABLE} cannot be created ("), lines
+
+
+def test_as_nobody_a_root_folder_is_refused_and_its_own_accepted(as_nobody, nobody_home):
+    root_owned = nobody_home / "root-owned"
+    root_owned.mkdir(mode=0o755)
+    db = root_owned / "t.db"
+    code, lines = nobody_check_config(as_nobody, nobody_home, f'[tools]\ntimers_db = "{db}"\n')
+    assert code == 78, lines
+    assert lines == [f"tools.timers_db: {db} cannot be created ({root_owned}: Permission denied)"]
+    own = nobody_home / "a" / "b" / "t.db"
+    code, lines = nobody_check_config(as_nobody, nobody_home, f'[tools]\ntimers_db = "{own}"\n')
+    assert (code, lines) == (0, ["ok"])
+    assert not (nobody_home / "a").exists() and list(root_owned.iterdir()) == []
