@@ -3,8 +3,12 @@
 Two signals decide, one after the other, at each pause of a capture:
 
 1. **The sound.** With ``audio.end_of_turn = "smart_turn"`` a turn detector (Smart Turn)
-   is asked once per pause, after ``CHECK_S`` of silence: a turn it calls finished may
-   end as soon as its answer is there. With ``"silence"``, ``audio.vad_hangover_ms`` of
+   is asked after ``CHECK_S`` of silence, and again every ``RECHECK_S`` while the silence
+   lasts and it has not called the turn finished: a turn it calls finished may end as
+   soon as its answer is there. Asking once per pause made every turn whose first
+   verdict fell short wait the whole ``audio.end_of_turn_max_ms``, although the model
+   (trained on turns that end in silence) grows surer as the silence goes on, and one
+   inference costs tens of milliseconds. With ``"silence"``, ``audio.vad_hangover_ms`` of
    silence is the sign.
 2. **The words.** With ``stt.speculative`` the words up to the pause are being decoded
    anyway (the answer needs them). A turn the sound calls finished ends only once they
@@ -39,6 +43,8 @@ CHECK_S = 0.16
 """Silence after which the detector is asked (five 32 ms frames). Silero marks the last
 syllable's tail as silence a frame or two late, and the model was trained on turns that end
 in a short silence; at ~100 ms it called some finished questions unfinished."""
+RECHECK_S = 0.1
+"""Silence between two questions to the detector within one pause (its verdict fell short)."""
 _EPS = 1e-9
 
 # Words a sentence does not end on: prepositions, conjunctions, articles and other
@@ -55,14 +61,24 @@ _OPEN_WORDS = frozenset(
     """.split()
 )
 _LAST_WORD = re.compile(r"([A-Za-z']+)\W*$")
+# A count after "for", "in", "after" or "every" is waiting for its unit: "set a timer for
+# five" goes on with "minutes" ("what is six times five" ends on a number and is done).
+_NUMBER = (
+    r"(?:\d+(?:[.,]\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|fifteen|twenty|thirty|forty|fifty|sixty|ninety|a hundred|hundred)"
+)
+_COUNT_WITHOUT_UNIT = re.compile(rf"\b(?:for|in|after|every)\s+(?:\w+[\s-])?{_NUMBER}\W*$", re.IGNORECASE)
 
 
 def looks_unfinished(text: str) -> bool:
     """Whether a transcript stops where a sentence cannot end: on one of ``_OPEN_WORDS``,
-    or on a comma, a dash or an ellipsis (Whisper's mark for speech that trails off)."""
+    or on a comma, a dash or an ellipsis (Whisper's mark for speech that trails off), or on
+    a count still waiting for its unit ("…for five")."""
     stripped = text.strip()
     if not stripped or stripped.endswith((",", "-", "—", "...", "…")):
         return bool(stripped)
+    if _COUNT_WITHOUT_UNIT.search(stripped):
+        return True
     m = _LAST_WORD.search(stripped)
     return m is not None and m.group(1).lower() in _OPEN_WORDS
 
@@ -89,16 +105,19 @@ class TurnEnd:
         threshold: float = 0.5,
         check_s: float = CHECK_S,
         silence_s: float = 0.4,
+        recheck_s: float = RECHECK_S,
     ) -> None:
         self.detector = detector
         """The turn detector; None: ``silence_s`` of silence is the sound's verdict."""
         self.threshold = threshold
         """Probability from which a turn counts as complete (``audio.end_of_turn_threshold``)."""
         self.check_s = check_s
+        self.recheck_s = recheck_s
+        """Silence between two questions within one pause whose verdict fell short."""
         self.silence_s = silence_s
         """Without a detector: the silence that says "finished" (``audio.vad_hangover_ms``)."""
         self._task: asyncio.Task[float] | None = None
-        self._asked = False  # this pause was already put to the detector
+        self._next_ask_s = check_s  # the silence at which the detector is asked (again)
         self._asked_at = 0.0
         self._sound_done = False  # this pause sounded like the end; the words decide now
         self._vetoed = False  # the words before this pause were unfinished
@@ -119,7 +138,8 @@ class TurnEnd:
         if self._task is not None:
             self._task.cancel()  # the thread finishes its inference; the verdict is ignored
             self._task = None
-        self._asked = self._sound_done = self._vetoed = False
+        self._next_ask_s = self.check_s
+        self._sound_done = self._vetoed = False
 
     def frame(
         self, silence_s: float, audio: Callable[[], np.ndarray], words: Callable[[], Words] = lambda: NO_WORDS
@@ -150,22 +170,24 @@ class TurnEnd:
         and says so, or the silence is long enough)."""
         if self.detector is None:
             return silence_s + _EPS >= self.silence_s
-        if not self._asked:
-            if silence_s + _EPS < self.check_s:
+        if self._task is None:
+            if silence_s + _EPS < self._next_ask_s:
                 return False
-            self._asked = True
+            # The next question waits for this verdict and then for recheck_s more silence.
+            self._next_ask_s = silence_s + self.recheck_s
             self._asked_at = time.perf_counter()
             self._task = asyncio.get_running_loop().create_task(
                 self.detector.probability(audio()), name="end-of-turn"
             )
             return False
         task = self._task
-        if task is None or not task.done():
+        if not task.done():
             return False
         self._task = None
         with contextlib.suppress(asyncio.CancelledError):
             if (exc := task.exception()) is not None:
                 log.warning("end-of-turn detector failed (waiting for the silence instead): %s", exc)
+                self._next_ask_s = float("inf")  # not again in this pause
                 return False
             self.last = task.result()
             self.last_ms = round((time.perf_counter() - self._asked_at) * 1000, 1)

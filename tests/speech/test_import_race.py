@@ -7,8 +7,9 @@ to take ``faster_whisper.feature_extractor``'s import lock in between, and CPyth
 ``_DeadlockError`` in the daemon's warm-up.
 
 Each check runs in a fresh interpreter (imports happen once per process). A meta-path
-finder there stands in for the cold disk: looking up a heavy package takes a few tenths
-of a second, the window the deadlock needs, without touching the page cache. The two
+finder there stands in for the cold disk: loading a heavy package takes a few tenths of
+a second before it appears in ``sys.modules``, the window the deadlock needs, without
+touching the page cache. The two
 real code paths then start together behind a barrier, the second a moment after the
 first, as ``asyncio.gather`` of the warm-ups does.
 """
@@ -25,17 +26,36 @@ pytestmark = pytest.mark.speech
 
 RACE = textwrap.dedent(
     """
-    import sys, threading, time
+    import importlib.machinery, sys, threading, time
     import numpy as np
 
     SLOW = {"faster_whisper", "piper", "onnxruntime", "pyopen_wakeword"}
 
+    class SlowLoader:
+        # Creating the module object waits, as reading a cold disk does. This is the
+        # window: the importing thread holds the package's lock, but the package is
+        # not in sys.modules yet (and the global import lock is free).
+        def __init__(self, loader):
+            self.loader = loader
+
+        def create_module(self, spec):
+            time.sleep(0.4)
+            return self.loader.create_module(spec)
+
+        def exec_module(self, module):
+            self.loader.exec_module(module)
+
+        def __getattr__(self, name):
+            return getattr(self.loader, name)
+
     class ColdDisk:
-        # A slow look-up of a heavy package; the real finders then find it.
         def find_spec(self, name, path=None, target=None):
-            if name in SLOW:
-                time.sleep(0.4)
-            return None
+            if name not in SLOW:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = SlowLoader(spec.loader)
+            return spec
 
     sys.meta_path.insert(0, ColdDisk())
 

@@ -1,4 +1,5 @@
-"""The end of turn: the segmenter ended early on a turn detector's word, asked once per pause."""
+"""The end of turn: the segmenter ended early on a turn detector's word, asked after a short
+silence and again while the silence lasts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from iris_voice.config import AudioConfig
 from iris_voice.events import EventBus
-from iris_voice.speech.endpoint import CHECK_S, TurnEnd, Words, looks_unfinished
+from iris_voice.speech.endpoint import CHECK_S, RECHECK_S, TurnEnd, Words, looks_unfinished
 from iris_voice.speech.vad import Segmenter, UtteranceEnded
 from iris_voice.voice.heard import UtteranceReady
 from iris_voice.voice.listener import Listener
@@ -89,8 +90,35 @@ async def test_a_pause_inside_a_sentence_waits_for_the_rest():
     script = frames(SPEECH, 0.6) + frames(PAUSE_MARK, 0.1) + frames(SILENCE, 0.7) + frames(SPEECH, 0.6)
     (utt,) = await listen(script, detector)  # one utterance, not two
     assert len(utt.audio) / 16000 >= 0.6 + 0.1 + 0.7 + 0.6
-    assert len(detector.asked) == 2  # the pause, then the end
+    # The pause was asked about again while it lasted (each time "unfinished"), then the end once.
+    in_pause = [t for t in detector.asked if t < 0.6 + 0.1 + 0.7]
+    assert len(in_pause) >= 2 and len(detector.asked) == len(in_pause) + 1
     assert utt.end_reason == "turn_complete"
+
+
+class GrowingDetector(ScriptedDetector):
+    """Calls the turn finished only once ``sure_after_s`` of silence ends the audio (Smart Turn
+    grows surer as the silence after a finished sentence goes on)."""
+
+    def __init__(self, sure_after_s: float) -> None:
+        super().__init__()
+        self.sure_after_s = sure_after_s
+
+    async def probability(self, audio: np.ndarray) -> float:
+        self.asked.append(len(audio) / 16000)
+        voiced = np.flatnonzero(audio != SILENCE)
+        silence_s = (len(audio) - (voiced[-1] + 1 if voiced.size else 0)) / 16000
+        return 0.9 if silence_s >= self.sure_after_s else 0.3
+
+
+async def test_a_turn_unsure_at_first_ends_once_the_detector_is_sure_not_at_the_maximum():
+    detector = GrowingDetector(sure_after_s=0.4)
+    (utt,) = await listen(frames(SILENCE, 0.3) + frames(SPEECH, 1.0), detector)
+    assert utt.end_reason == "turn_complete" and utt.turn_probability == 0.9
+    assert len(detector.asked) >= 2  # unsure at CHECK_S, asked again as the silence went on
+    assert 0.4 <= utt.hangover_s < 1.0 - 2 * FRAME_S  # long before end_of_turn_max_ms
+    gaps = np.diff(detector.asked)
+    assert (gaps >= RECHECK_S - 1e-6).all()  # never asked more often than every RECHECK_S
 
 
 async def test_an_unfinished_turn_ends_after_the_long_silence():
@@ -134,6 +162,11 @@ async def test_without_a_detector_the_hangover_decides():
         ("Remind me to call mom.", False),
         ("What time is it?", False),
         ("Stop.", False),
+        ("Set a timer for five.", True),
+        ("Remind me in twenty", True),
+        ("Set a timer for 10", True),
+        ("Set a timer for five minutes.", False),
+        ("What is six times five?", False),
         ("", False),
     ],
 )
