@@ -121,7 +121,12 @@ def build_listener(
     if engines.turn is not None or (cfg.stt.incremental and cfg.stt.speculative):
         # The sound of the pause (Smart Turn, or the silence), then the words before it.
         audio = cfg.audio
-        turn_end = TurnEnd(engines.turn, audio.end_of_turn_threshold, silence_s=audio.vad_hangover_ms / 1000)
+        turn_end = TurnEnd(
+            engines.turn,
+            audio.end_of_turn_threshold,
+            silence_s=audio.vad_hangover_ms / 1000,
+            recheck_s=audio.end_of_turn_recheck_ms / 1000,
+        )
     return Listener(
         cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
     )

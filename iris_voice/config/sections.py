@@ -102,6 +102,10 @@ class AudioConfig(_Section):
     end_of_turn: Literal["smart_turn", "silence"] = "smart_turn"
     end_of_turn_max_ms: Annotated[int, Field(ge=200, le=5000)] = 1000
     end_of_turn_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    end_of_turn_recheck_ms: Annotated[int, Field(ge=0, le=1000)] = 100
+    """Silence between two questions to Smart Turn within one pause, while it has not called
+    the turn finished; 0 asks once per pause (an unsure first verdict then waits for
+    ``end_of_turn_max_ms``)."""
     pre_roll_ms: Annotated[int, Field(ge=0, le=2000)] = 400
     max_utterance_s: Annotated[float, Field(gt=1, le=120)] = 15.0
     no_speech_timeout_s: Annotated[float, Field(gt=0, le=60)] = 6.0

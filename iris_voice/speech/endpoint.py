@@ -113,7 +113,8 @@ class TurnEnd:
         """Probability from which a turn counts as complete (``audio.end_of_turn_threshold``)."""
         self.check_s = check_s
         self.recheck_s = recheck_s
-        """Silence between two questions within one pause whose verdict fell short."""
+        """Silence between two questions within one pause whose verdict fell short (0: one
+        question per pause; ``audio.end_of_turn_recheck_ms``)."""
         self.silence_s = silence_s
         """Without a detector: the silence that says "finished" (``audio.vad_hangover_ms``)."""
         self._task: asyncio.Task[float] | None = None
@@ -174,7 +175,7 @@ class TurnEnd:
             if silence_s + _EPS < self._next_ask_s:
                 return False
             # The next question waits for this verdict and then for recheck_s more silence.
-            self._next_ask_s = silence_s + self.recheck_s
+            self._next_ask_s = silence_s + self.recheck_s if self.recheck_s > 0 else float("inf")
             self._asked_at = time.perf_counter()
             self._task = asyncio.get_running_loop().create_task(
                 self.detector.probability(audio()), name="end-of-turn"

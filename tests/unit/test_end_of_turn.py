@@ -211,3 +211,16 @@ async def test_without_a_detector_the_silence_is_the_sound():
     assert end.frame(0.4, audio, done)
     end.reset()
     assert not end.frame(0.4, audio, lambda: Words("What is 23 times?", False))
+
+
+async def test_asked_once_per_pause_when_rechecks_are_off():
+    detector = GrowingDetector(sure_after_s=0.4)
+    cfg = AudioConfig(activation="always", end_of_turn_max_ms=1000, vad_hangover_ms=400)
+    listener = Listener(cfg, PauseVad(), None, EventBus().publish, turn_end=TurnEnd(detector, recheck_s=0))
+    out: asyncio.Queue = asyncio.Queue(16)
+    script = frames(SILENCE, 0.3) + frames(SPEECH, 1.0)
+    await asyncio.wait_for(listener.run(ScriptSource(script, speed=1.0, tail_s=1.5), out), 30)
+    (utt,) = [
+        h.utterance for h in (out.get_nowait() for _ in range(out.qsize())) if isinstance(h, UtteranceReady)
+    ]
+    assert len(detector.asked) == 1 and utt.end_reason == "silence"  # the unsure verdict waited the maximum
