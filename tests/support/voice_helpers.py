@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import numpy as np
+
+from tests.support.spoken import clock_times
+from tests.support.waiting import PATIENCE_S, wait_quiet
 
 
 def heard(judge, samples: np.ndarray) -> str:
@@ -28,17 +30,11 @@ def share_heard(reply: str, said: str) -> float:
 
 
 def clock_hours(said: str) -> set[int]:
-    """Hours of the clock times a listener wrote down: "2:41 a.m.", "2 41 am", and Whisper's
-    "241 a.m." (the colon dropped) all give 2, as does "2-4-1 a.m." (read digit by digit);
-    "12 p.m." gives 12. A bare number is no time."""
-    hours = set()
-    for m in re.finditer(
-        r"(?<![\d-])(\d{1,2})(?:[:.\s-]?(\d)-?(\d))?\s*(?:[ap]\.?\s?m\b|o'?clock)", said.lower()
-    ):
-        hours.add(int(m.group(1)))
-    for m in re.finditer(r"\b(\d{1,2}):(\d{2})\b", said):
-        hours.add(int(m.group(1)))
-    return hours
+    """Hours of the clock times a listener wrote down, however Whisper spelled them:
+    "2:41 a.m.", "2 41 am", "241 a.m." (the colon dropped), "2-4-1 a.m." (read digit by
+    digit) and "two forty-one a.m." all give 2; "12 p.m." gives 12. A bare number is no time
+    (tests/support/spoken.py reads them)."""
+    return {hour for hour, _ in clock_times(said)}
 
 
 def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[tuple[float, float]]:
@@ -58,13 +54,13 @@ def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> l
     return spans
 
 
-def ask(bed, iris, name: str, settle: float = 0.8) -> tuple[dict, np.ndarray]:
-    """Play a spoken fixture into the microphone; the turn's trace and what the speaker played."""
+def ask(bed, iris, name: str, quiet: float = 1.0) -> tuple[dict, np.ndarray]:
+    """Play a spoken fixture into the microphone; the turn's trace and what the speaker
+    played (recorded until ``quiet`` seconds of silence followed the turn)."""
     from tools.testbed.fixtures import fixture
 
     count = iris.status()["turn_count"]
     rec = bed.record_speaker()
     bed.play_into_mic(fixture(name))
-    turn = iris.wait_turn(after=count)
-    time.sleep(settle)
-    return turn, rec.stop()
+    turn = iris.wait_turn(after=count, timeout=PATIENCE_S)
+    return turn, wait_quiet(rec, quiet)

@@ -250,9 +250,9 @@ class VirtualAudio:
         )  # fmt: skip
         self._children.append(proc)
         rec = SpeakerRecording(proc, rate, None if path is None else Path(path))
-        if not rec.ready.wait(10):
+        if not rec.ready.wait(60):  # generous: a busy machine starts parec late, not never
             rec.stop()
-            raise AudioBedError("parec delivered no audio within 10 s")
+            raise AudioBedError("parec delivered no audio within 60 s")
         return rec
 
     # ---- helpers ---------------------------------------------------------------------

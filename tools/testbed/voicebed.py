@@ -26,6 +26,10 @@ from iris_voice.app.control import request
 from iris_voice.errors import IrisError
 
 ROOT = Path(__file__).resolve().parents[2]
+POLL_S = 0.1
+"""How often the waits ask ``iris status``. Each status probes the model server on the
+daemon's loop: asked every 20 ms on two busy cores it competes with the listener it watches
+(a wake word went unheard while it polled), so no faster than this."""
 
 
 def _toml(value: Any) -> str:
@@ -160,7 +164,7 @@ class LiveDaemon:
                 return turns[-1]
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"iris run exited with {self.proc.returncode}:\n{self.log_tail()}")
-            time.sleep(0.1)
+            time.sleep(POLL_S)
         raise TimeoutError(f"no turn {after + 1} within {timeout:.0f} s ({_brief(st)}):\n{self.log_tail()}")
 
     def wait_state(self, state: str, timeout: float = 60.0) -> None:
@@ -169,8 +173,24 @@ class LiveDaemon:
         while time.monotonic() < deadline:
             if self.status().get("state") == state:
                 return
-            time.sleep(0.02)
+            time.sleep(POLL_S)
         raise TimeoutError(f"IRIS never reached state {state!r}:\n{self.log_tail()}")
+
+    def wait_idle(self, seconds: float, timeout: float = 120.0) -> None:
+        """Wait until the pipeline has been idle for ``seconds`` in a row (what was queued to
+        say has been said, a follow-up window has closed)."""
+        since, deadline = None, time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.status().get("state") == "idle":
+                since = since or time.monotonic()
+                if time.monotonic() - since >= seconds:
+                    return
+            else:
+                since = None
+            time.sleep(POLL_S)
+        raise TimeoutError(
+            f"IRIS was not idle for {seconds} s in a row within {timeout:.0f} s:\n{self.log_tail()}"
+        )
 
     def terminate(self, timeout: float = 10.0) -> tuple[int | None, float]:
         """SIGTERM; the exit code and the seconds it took to exit."""
