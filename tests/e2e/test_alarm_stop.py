@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.voice_helpers import loud_spans
+from tests.support.waiting import PATIENCE_S, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
@@ -36,22 +37,19 @@ def _ring(iris) -> int:
     trace = iris.request("ask", text="set a timer for 2 seconds")["trace"]
     assert trace["execution_path"] == "fast" and trace["tool_calls"][0]["ok"], trace
     count = iris.status()["turn_count"]
-    deadline = time.monotonic() + 20
-    while iris.status()["alarm_ringing"] is None:
-        assert time.monotonic() < deadline, f"the timer never rang:\n{iris.log_tail()}"
-        time.sleep(0.05)
+    wait_until(lambda: iris.status()["alarm_ringing"] is not None, f"the timer to ring:\n{iris.log_tail()}")
     return count
 
 
 def _assert_dismissed(virtual_audio, iris, count: int) -> None:
     """ "stop" was heard as an alarm's stop, the alarm is over and does not ring again, and
     the timer is gone."""
-    turn = iris.wait_turn(after=count, timeout=60)
+    turn = iris.wait_turn(after=count, timeout=PATIENCE_S)
     assert re.findall(r"[a-z]+", turn["transcript"].lower()) == ["stop"], turn
     assert turn["trigger"] == "alarm" and turn["command"] == "stop", turn
     assert iris.status()["alarm_ringing"] is None
     rec = virtual_audio.record_speaker()
-    time.sleep(REPEAT_S + 2.0)
+    time.sleep(REPEAT_S + 2.0)  # a ring would come within REPEAT_S: a window for nothing to happen
     audio = rec.stop()
     assert loud_spans(audio) == [], f"the alarm rang again after 'stop':\n{iris.log_tail()}"
     assert iris.request("timers")["timers"] == []
@@ -59,7 +57,7 @@ def _assert_dismissed(virtual_audio, iris, count: int) -> None:
 
 def test_stop_alone_between_two_rings_dismisses_the_timer(virtual_audio, iris):
     count = _ring(iris)
-    iris.wait_state("idle", timeout=30)  # the first ring has played; the next is due in REPEAT_S
+    iris.wait_state("idle", timeout=PATIENCE_S)  # the first ring has played; the next is due in REPEAT_S
     assert iris.status()["alarm_ringing"] is not None
     virtual_audio.play_into_mic(STOP)
     _assert_dismissed(virtual_audio, iris, count)
@@ -67,6 +65,6 @@ def test_stop_alone_between_two_rings_dismisses_the_timer(virtual_audio, iris):
 
 def test_stop_alone_over_the_ring_dismisses_the_timer(virtual_audio, iris):
     count = _ring(iris)
-    iris.wait_state("speaking", timeout=10)  # the chime and "Your timer is done." are playing
+    iris.wait_state("speaking", timeout=PATIENCE_S)  # the chime and "Your timer is done." are playing
     virtual_audio.play_into_mic(STOP)
     _assert_dismissed(virtual_audio, iris, count)

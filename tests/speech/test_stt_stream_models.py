@@ -7,7 +7,6 @@ in pieces while it is "spoken" and in one pass; the pieces must say the same thi
 from __future__ import annotations
 
 import asyncio
-import re
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from iris_voice.config import SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.stt_stream import StreamingTranscriber
 from iris_voice.speech.vad import SileroDetector
+from tests.support.spoken import spoken_words
 from tools.testbed.fixtures import read_wav
 
 pytestmark = pytest.mark.speech
@@ -25,8 +25,9 @@ FILLER = {"a", "an", "the", "is", "me", "about", "what", "hey", "and", "of", "to
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-case words of ``text`` without fillers (number words and digits both kept)."""
-    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if w not in FILLER}
+    """Lower-case words of ``text`` without fillers, numbers as digits however Whisper wrote
+    them (one pass may write "23" where the pieces write "twenty-three")."""
+    return {w for w in spoken_words(text) if w not in FILLER}
 
 
 def two_sentences(manifest: dict) -> np.ndarray:
