@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -95,6 +95,14 @@ bench-voice: setup audio-deps
 # the live daemon on virtual devices; `make bench-levers CONFIGS=none,all` runs two of them.
 bench-levers: setup audio-deps
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.levers $(if $(CONFIGS),--configs $(CONFIGS))
+
+# A day's use heard from the room: a 30-turn spoken conversation with the live daemon (two
+# voices, 10-15 s apart), the levers off ("before") and on ("after"), beside the naive pipeline;
+# first audio measured in one recording of the microphone and the speaker.
+# `make bench-ear CONFIGS=after TURNS=6 GAP=8,10` for a quick run.
+bench-ear: setup audio-deps
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.ear $(if $(CONFIGS),--configs $(CONFIGS)) \
+		$(if $(TURNS),--turns $(TURNS)) $(if $(GAP),--gap-s $(GAP))
 
 # Endpointing: which VAD hangover cuts a sentence with a pause in two, and what it costs.
 bench-endpoint: venv fixtures
