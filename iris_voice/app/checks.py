@@ -107,13 +107,14 @@ def timers_db_problem(cfg: Config) -> str | None:
 def serve_problems(cfg: Config) -> list[str]:
     """The ``[serve]`` files: ``token_file`` must hold a token, a ``unix://`` socket must be
     creatable in its (existing: the server does not make it) folder."""
-    from iris_voice.app.serve_trust import load_token
-
     out = []
-    try:
-        load_token(cfg.serve)
-    except ConfigError as exc:
-        out += exc.problems
+    if cfg.serve.token_file:
+        from iris_voice.app.serve_trust import load_token  # imports wyoming: only when needed
+
+        try:
+            load_token(cfg.serve)
+        except ConfigError as exc:
+            out += exc.problems
     parsed = urlparse(cfg.serve.uri)
     if parsed.scheme == "unix":
         sock = Path(parsed.path)
