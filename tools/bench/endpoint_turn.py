@@ -3,7 +3,9 @@
 Each recording goes once through Silero (``endpoint.probabilities``); then IRIS's listener
 is replayed frame by frame, as ``Listener`` + ``TurnEnd`` run it: the segmenter waits up to
 ``audio.end_of_turn_max_ms``, and at every pause, after ``CHECK_S`` of silence, the real
-Smart Turn model is asked about the audio so far. Its verdict arrives as long after the
+Smart Turn model is asked about the audio so far, and again every ``RECHECK_S`` while the
+silence lasts and its verdict fell short (policy ``smart_turn_once``: asked once per pause,
+as IRIS did before). Its verdict arrives as long after the
 question as the inference really took here, measured each time (speech that resumes
 first makes it moot). Reported per recording: cut (the decision came before the speech
 really ended) and the cost (true end of speech to the decision).
@@ -28,7 +30,7 @@ import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import AudioConfig
-from iris_voice.speech.endpoint import CHECK_S, looks_unfinished
+from iris_voice.speech.endpoint import CHECK_S, RECHECK_S, looks_unfinished
 from iris_voice.speech.turn import SmartTurnDetector
 from iris_voice.speech.vad import Segmenter, UtteranceEnded
 from iris_voice.voice.listener import SPEECH_HYSTERESIS
@@ -93,14 +95,17 @@ def decide(
     audio_cfg: AudioConfig,
     words: WordsAtPauses | None = None,
     silence_s: float = 0.4,
+    recheck_s: float | None = RECHECK_S,
 ) -> tuple[float | None, str, list[float], list[float]]:
     """Replay the listener with ``TurnEnd``'s rules (``detector`` None: 400 ms of silence is
-    the sound's verdict; ``words`` None: no words check): (decision time in s or None, the
-    reason, the detector's verdicts, their inference times in ms)."""
+    the sound's verdict; ``words`` None: no words check; ``recheck_s`` None: the detector is
+    asked once per pause): (decision time in s or None, the reason, the detector's verdicts,
+    their inference times in ms)."""
     longest = audio_cfg.end_of_turn_max_ms / 1000
     seg = Segmenter(hangover_seconds=longest, max_seconds=audio_cfg.max_utterance_s, timeout_seconds=None)
     verdicts, costs = [], []
-    asked = vetoed = False
+    next_ask: float | None = CHECK_S  # the silence at which the detector is asked (again)
+    vetoed = False
     sound_at: float | None = None  # when this pause's sound verdict ("finished") is in
     text: tuple[str, float] | None = None  # this pause's words and when they are in
     speech_run = 0.0
@@ -115,7 +120,7 @@ def decide(
         if not seg.in_utterance:
             continue
         if seg.silence_s <= 0:
-            asked = vetoed = False  # speech again: this pause's verdicts are moot
+            next_ask, vetoed = CHECK_S, False  # speech again: this pause's verdicts are moot
             sound_at, text = None, None
             continue
         upto = audio[: (i + 1) * FRAME_SAMPLES]
@@ -124,13 +129,14 @@ def decide(
         if detector is None:
             if sound_at is None and seg.silence_s + 1e-9 >= silence_s:
                 sound_at = now
-        elif not asked and seg.silence_s + 1e-9 >= CHECK_S:
-            asked = True
+        elif sound_at is None and next_ask is not None and seg.silence_s + 1e-9 >= next_ask:
             t0 = time.perf_counter()
             prob = detector.probability_sync(upto)
             took = time.perf_counter() - t0
             verdicts.append(round(prob, 3))
             costs.append(round(took * 1000, 1))
+            # The next question waits for this verdict, and for recheck_s more silence.
+            next_ask = None if recheck_s is None else seg.silence_s + max(recheck_s, took)
             if prob >= audio_cfg.end_of_turn_threshold:
                 sound_at = now + took
         if vetoed or sound_at is None or now < sound_at:
@@ -146,8 +152,16 @@ def decide(
     return None, "none", verdicts, costs
 
 
-POLICIES = ("smart_turn+words", "silence250+words", "silence400+words", "smart_turn", "silence400")
-"""The sound's verdict (Smart Turn, or that many ms of silence), with or without the words check."""
+POLICIES = (
+    "smart_turn+words",
+    "smart_turn_once+words",
+    "silence250+words",
+    "silence400+words",
+    "smart_turn",
+    "silence400",
+)
+"""The sound's verdict (Smart Turn asked again while the silence lasts, or once per pause, or
+that many ms of silence), with or without the words check."""
 
 
 def run(recordings: dict[str, tuple[np.ndarray, float | None]], probabilities) -> dict[str, dict[str, dict]]:
@@ -172,7 +186,8 @@ def run(recordings: dict[str, tuple[np.ndarray, float | None]], probabilities) -
             smart = detector if policy.startswith("smart_turn") else None
             words = WordsAtPauses(stt) if policy.endswith("+words") else None
             quiet = int(policy.removeprefix("silence").split("+")[0]) / 1000 if smart is None else 0.4
-            decided, reason, verdicts, costs = decide(probs, padded, smart, audio_cfg, words, quiet)
+            recheck = None if policy.startswith("smart_turn_once") else RECHECK_S
+            decided, reason, verdicts, costs = decide(probs, padded, smart, audio_cfg, words, quiet, recheck)
             cost = None if decided is None else round((decided - true_end) * 1000, 1)
             out[policy][name] = {
                 "cut": decided is not None and decided < true_end, "cost_ms": cost, "reason": reason,
