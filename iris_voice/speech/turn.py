@@ -12,7 +12,8 @@ is Whisper's log-mel spectrogram of the last 8 s of audio, zero-padded at the fr
 normalised to zero mean and unit variance first, as the model was trained; the
 spectrogram is faster-whisper's own (``FeatureExtractor``), so no further dependency
 is needed. One inference costs tens to a few hundred milliseconds on two cores, so it
-runs in a worker thread, once per pause (``speech.endpoint.TurnEnd`` decides when).
+runs in a worker thread, at each pause and again while it lasts (``speech.endpoint.TurnEnd``
+decides when).
 """
 
 from __future__ import annotations
