@@ -40,8 +40,11 @@ class LlmConfig(_Section):
     think: bool = False
     connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
     request_timeout_s: Annotated[float, Field(gt=0)] = 120.0
-    history_turns: Annotated[int, Field(ge=0, le=100)] = 6
+    history_turns: Annotated[int, Field(ge=0, le=100)] = 12
+    """Most earlier turns kept; past it the oldest go in one step, down to a third (``Bounds.keep``)."""
     history_tokens: Annotated[int, Field(ge=0)] = 1500
+    """Most (rough) tokens of kept turns; with the system prompt and tools (~830 tokens) and a
+    turn's own rounds it stays well inside ``num_ctx``."""
     history_idle_reset_s: Annotated[float, Field(ge=0)] = 300.0
     warmup: bool = True
     warm_cache: bool = True

@@ -68,7 +68,7 @@ def written_calls(results: Sequence[ToolResult]) -> str:
 class Bounds:
     """How much history a model is shown."""
 
-    turns: int = 6
+    turns: int = 12
     """Most turns kept (``llm.history_turns``; 0 keeps none)."""
     tokens: int = 1500
     """Rough token budget of the kept turns, at most (``llm.history_tokens``)."""
