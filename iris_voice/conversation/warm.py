@@ -4,7 +4,8 @@ Ollama's runner (and IRIS's test server) keeps the tokens of the last prompt in 
 and reuses the longest common prefix of the next one; everything after the first token
 that differs is evaluated again, at 50–75 tokens a second for a 1.5B model on two
 cores. Turns the model never saw — answered by the fast path, a direct-return tool, a
-barge-in that trimmed the reply, ``iris forget`` — leave the server's cache behind the
+barge-in that trimmed the reply, ``iris forget``, the oldest turns dropped at the history's
+bound (``Conversation``: rarely, and in one step) — leave the server's cache behind the
 conversation, so the next question would first pay for all of them (368 tokens of four
 fast-path turns cost ~6 s). Even after a model turn the history holds the reply as it
 was spoken, not the tokens the model wrote.
