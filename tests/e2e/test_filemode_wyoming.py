@@ -31,8 +31,9 @@ def ask_wav(tmp_path: Path, stt_uri: str, tts_uri: str, fixture_name: str) -> su
     sections = {
         "llm": {"host": f"http://127.0.0.1:{free_port()}"},  # nothing there: the fast path answers
         "tools": {"timezone": "UTC"},
+        # generous: a busy machine's servers answer late, not never
         "stt": {"engine": "wyoming", "uri": stt_uri, "timeout_s": 60.0},
-        "tts": {"engine": "wyoming", "uri": tts_uri},
+        "tts": {"engine": "wyoming", "uri": tts_uri, "timeout_s": 60.0},
     }
     config = write_config(tmp_path / "c.toml", sections)
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path), IRIS_CONFIG=str(config))

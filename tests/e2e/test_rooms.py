@@ -12,9 +12,12 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 
+from tests.support.spoken import normalise
 from tests.support.voice_helpers import loud_spans
+from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
@@ -37,71 +40,89 @@ def daemon(bed, tmp_path, **audio: Any):
     return LiveDaemon(bed, DEAD_LLM, tmp_path, config)
 
 
-def wait_idle(iris, seconds: float, timeout: float = 60) -> None:
-    """Until IRIS has been idle for ``seconds`` in a row."""
-    since, deadline = None, time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if iris.status()["state"] == "idle":
-            since = since or time.monotonic()
-            if time.monotonic() - since >= seconds:
-                return
-        else:
-            since = None
-        time.sleep(0.1)
-    raise TimeoutError(iris.log_tail())
-
-
 def test_iris_does_not_answer_or_interrupt_itself(virtual_audio, room, tmp_path):
     from tools.testbed.fixtures import fixture
 
     with daemon(virtual_audio, tmp_path) as iris:
-        wait_idle(iris, 2.0)
+        iris.wait_idle(2.0)
         echo = iris.status()["echo"]
         assert echo["method"] == "pipewire-webrtc", echo
         # A reply that says the wake phrase plays to the end…
         for text in ("You can wake me by saying hey Jarvis, then your question.", "Hey Jarvis is my name."):
-            said = iris.request("say", text=text, timeout=60)
+            said = iris.request("say", text=text, timeout=PATIENCE_S)
             assert said["spoken"] == text and not said["interrupted"], said
-            wait_idle(iris, 1.5)
+            iris.wait_idle(1.5)
         # …and a spoken question gets exactly one turn: the reply's echo in the follow-up
         # window is not a second question.
         before = iris.status()["turn_count"]
         virtual_audio.play_into_mic(fixture("bench_multiply"))
-        turn = iris.wait_turn(after=before, timeout=60)
-        assert "1081" in turn["reply"].replace(",", ""), turn
-        wait_idle(iris, 4.0)  # the follow-up window (3 s) has closed
+        turn = iris.wait_turn(after=before, timeout=PATIENCE_S)
+        # the turn is the question, not IRIS's own words (what tiny.en makes of "twenty
+        # three" in the room is the speech tests' business: it once wrote "the 33")
+        assert "47" in normalise(turn["transcript"]) and turn["reply"], turn
+        iris.wait_idle(4.0)  # the follow-up window (3 s) has closed
         assert iris.status()["turn_count"] == before + 1, iris.log_tail()
 
 
+def loud_length(samples: np.ndarray) -> float:
+    """Seconds of a 16 kHz recording that are not silent."""
+    return sum(end - start for start, end in loud_spans(samples))
+
+
+def spoken_length(text: str) -> float:
+    """How long IRIS's voice (Piper, the daemon's default) takes to say ``text``, in loud seconds."""
+    import asyncio
+
+    from iris_voice.audio.resample import resample
+    from iris_voice.config import TtsConfig
+    from iris_voice.speech.tts import PiperSynthesizer
+
+    tts = PiperSynthesizer(TtsConfig())
+
+    async def synthesize() -> np.ndarray:
+        return np.concatenate([chunk async for chunk in tts.stream(text)])
+
+    return loud_length(resample(asyncio.run(synthesize()), tts.sample_rate, 16000))
+
+
 def test_talking_over_iris_stops_it_and_the_question_is_answered(virtual_audio, room, tmp_path):
+    """How soon IRIS goes quiet is a figure of tools.bench.rooms; here, that it does: the
+    story stops, not before the person spoke, well before its end, and the question is answered."""
     from tools.testbed.fixtures import fixture, load_manifest
 
     story = (
         "Here is a long story about the sea. A small boat left the harbour at dawn with a "
         "fisherman, his daughter and an old grey dog, and for hours they saw only gulls."
     )
+    whole_story = spoken_length(story)
     with daemon(virtual_audio, tmp_path, barge_in="voice") as iris:
-        wait_idle(iris, 2.0)
+        iris.wait_idle(2.0)
         before = iris.status()["turn_count"]
         rec = virtual_audio.record_speaker()
         said: dict[str, Any] = {}
-        sayer = threading.Thread(target=lambda: said.update(iris.request("say", text=story, timeout=120)))
+        sayer = threading.Thread(
+            target=lambda: said.update(iris.request("say", text=story, timeout=PATIENCE_S))
+        )
         sayer.start()
-        iris.wait_state("speaking", timeout=30)
-        time.sleep(2.0)
+        # Into the long second sentence (the first is 1.7 s of sound): a barge-in between
+        # two sentences of an announcement drops nothing and the next one still plays.
+        wait_heard(rec, 2.5, "the story's second sentence")
         started = time.monotonic()
         virtual_audio.play_into_mic(fixture("time_tokyo"), wait=False)
         speech_at = started + load_manifest()["time_tokyo"]["speech_start"] / 16000
-        sayer.join(120)
-        turn = iris.wait_turn(after=before, timeout=60)
-        audio = rec.stop()
+        sayer.join(PATIENCE_S)
+        turn = iris.wait_turn(after=before, timeout=PATIENCE_S)
+        audio = wait_quiet(rec, 1.0)
     assert said["interrupted"] and said["spoken"] != story, "the story was cut off"
     assert turn["trigger"] == "barge_in"
     assert "tokyo" in turn["transcript"].lower(), turn
-    # the story stopped soon after the person started speaking (not before: no self-interruption)
     # The reply to Tokyo cannot start within 1.5 s of the question's start (it is 1.4 s long):
     # what is loud before then is the story.
     at = [(rec.wall_time(int(a * 16000)), rec.wall_time(int(b * 16000))) for a, b in loud_spans(audio)]
-    story_end = max(end for start, end in at if start < speech_at + 1.5)
-    stopped_after = story_end - speech_at
-    assert -0.05 < stopped_after < 1.5, f"IRIS went quiet {stopped_after:.2f} s after the question began"
+    story_spans = [(a, b) for a, b in at if a < speech_at + 1.5]
+    story_end = max(end for _, end in story_spans)
+    # Not before the person spoke (no self-interruption; recorded times are late, never early)…
+    assert story_end - speech_at > -0.05, f"IRIS went quiet {speech_at - story_end:.2f} s before the question"
+    # …and before its end: a good part of the story was never played.
+    played = sum(b - a for a, b in story_spans)
+    assert played < whole_story - 1.0, f"{played:.1f} s of a {whole_story:.1f} s story played"

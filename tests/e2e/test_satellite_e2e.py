@@ -18,7 +18,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.support.voice_helpers import clock_hours, heard, share_heard
+from tests.support.spoken import share_said
+from tests.support.voice_helpers import clock_hours, heard
+from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 from tools.testbed.hubs import hub_process
 from tools.testbed.voicebed import write_config
 
@@ -63,8 +65,8 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path, request):
                    "satellite", "--hub", f"tcp://127.0.0.1:{port}"]  # fmt: skip
             sat = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         procs.append(sat)
-        _wait_line(sat_log, "connected to the hub", sat, 120)
-        _wait_line(sat_log, "ready, hub", sat, 120)
+        _wait_line(sat_log, "connected to the hub", sat, PATIENCE_S)
+        _wait_line(sat_log, "ready, hub", sat, PATIENCE_S)
         yield tz, (hub, hub_log), (sat, sat_log)
     finally:
         for proc in reversed(procs):
@@ -84,14 +86,14 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     from tools.testbed.fixtures import fixture
 
     tz, (hub, hub_log), (sat, sat_log) = hub_and_satellite
-    time.sleep(1.0)  # the satellite's microphone stream is open
+    _wait_line(sat_log, "microphone: ", sat, PATIENCE_S)  # the satellite's microphone stream is open
     rec = virtual_audio.record_speaker()
     virtual_audio.play_into_mic(fixture("bench_time_here"))
-    answered = _wait_line(sat_log, "the hub answered", sat, 90)
-    time.sleep(2.5)  # the last sentence leaves the speaker
-    audio = rec.stop()
+    answered = _wait_line(sat_log, "the hub answered", sat, PATIENCE_S)
+    wait_heard(rec, 0.5, "the answer on the satellite's speaker")
+    audio = wait_quiet(rec, 1.5)  # the last sentence has left the speaker
     reply = answered.split("answered: ", 1)[-1].strip("'\"")
-    heard_line = _wait_line(hub_log, "kitchen heard:", hub, 5)
+    heard_line = _wait_line(hub_log, "kitchen heard:", hub, PATIENCE_S)
     assert "time" in heard_line.lower() and "jarvis" not in heard_line.split("heard:")[1].lower()
     now = datetime.now(ZoneInfo(tz))
     hours = {now.hour, now.hour % 12 or 12, (now.hour + 1) % 24, ((now.hour + 1) % 12) or 12}
@@ -102,7 +104,7 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     # No time the listener could read ("2:23 PM" once came back as "223 pdm"): the rest of the
     # reply, whose words Whisper does not write in many ways, must have been said.
     rest = re.sub(r"\b\d{1,2}:\d{2}\s*[ap]\.?\s?m\.?", " ", reply, flags=re.I)
-    assert in_speech & hours if in_speech else share_heard(rest, said) >= 0.75, (
+    assert in_speech & hours if in_speech else share_said(rest, said) >= 0.75, (
         f"the satellite's speaker said {said!r}; the reply was {reply!r}; the hour is {now:%H:%M}"
     )
     # audio.echo_cancel = "pipewire": the satellite runs PipeWire's canceller, as the desktop does
@@ -114,15 +116,15 @@ def test_a_timer_set_at_the_satellite_rings_there_until_stop_is_said(virtual_aud
     from tools.testbed.fixtures import fixture
 
     _tz, (hub, _hub_log), (sat, sat_log) = hub_and_satellite
-    time.sleep(1.0)
+    _wait_line(sat_log, "microphone: ", sat, PATIENCE_S)  # the satellite's microphone stream is open
     virtual_audio.play_into_mic(fixture("jarvis_timer"))  # "Hey Jarvis, set a timer for three seconds."
-    _wait_line(sat_log, "the hub answered", sat, 90)
-    _wait_line(sat_log, "finished", sat, 30)
-    _wait_line(sat_log, "rings again (1)", sat, 30)  # the hub rang it once; the satellite repeats
+    _wait_line(sat_log, "the hub answered", sat, PATIENCE_S)
+    _wait_line(sat_log, "finished", sat, PATIENCE_S)
+    _wait_line(sat_log, "rings again (1)", sat, PATIENCE_S)  # the hub rang it once; the satellite repeats
     virtual_audio.play_into_mic(fixture("stop"))  # "Stop.", no wake word
-    dismissed = _wait_line(sat_log, "dismissed", sat, 60)
+    dismissed = _wait_line(sat_log, "dismissed", sat, PATIENCE_S)
     assert "(stop)" in dismissed, dismissed  # the hub's words for it were a stop command
     rings = sat_log.read_text().count("rings again")
-    time.sleep(4.5)  # two repeat periods: nothing more
+    time.sleep(4.5)  # two repeat periods: a window for nothing more to happen
     assert sat_log.read_text().count("rings again") == rings
     assert sat.poll() is None and hub.poll() is None

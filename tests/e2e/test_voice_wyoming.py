@@ -25,8 +25,9 @@ def test_daemon_survives_its_stt_server_and_uses_it_when_it_returns(
     port = free_port()
     stt_uri = f"tcp://127.0.0.1:{port}"
     config = {
-        "stt": {"engine": "wyoming", "uri": stt_uri, "timeout_s": 30.0},
-        "tts": {"engine": "wyoming", "uri": tts.uri},
+        # generous: a busy machine's servers answer late, not never
+        "stt": {"engine": "wyoming", "uri": stt_uri, "timeout_s": 60.0},
+        "tts": {"engine": "wyoming", "uri": tts.uri, "timeout_s": 60.0},
         "tools": {"timezone": "UTC"},
         "llm": {"warmup": False},  # no model server: the clock is the fast path's
     }
