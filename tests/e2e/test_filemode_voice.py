@@ -16,7 +16,8 @@ import pytest
 from iris_voice.app.filemode import FileTurns
 from iris_voice.config import Config, LlmConfig, ToolsConfig
 from tests.support.audiosignals import write_wav
-from tests.support.voice_helpers import heard, share_heard
+from tests.support.spoken import share_said
+from tests.support.voice_helpers import heard
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,7 @@ def assert_answer_heard(judge, trace: dict, wav: Path) -> None:
 
     audio16k = soxr.resample(samples, rate, 16000).astype(np.int16)
     said = heard(judge, audio16k)
-    assert share_heard(trace["reply"], said) >= 0.6, (trace["reply"], said)
+    assert share_said(trace["reply"], said) >= 0.6, (trace["reply"], said)
 
 
 @pytest.mark.model
@@ -131,10 +132,14 @@ async def test_file_mode_keeps_every_question_of_a_long_recording(speech_manifes
     assert "forty seven" in said[1].replace("-", " ") or "47" in said[1]
     assert all(t["execution_path"] == "fast" for t in got), [t["reply"] for t in got]
     assert "1081" in got[1]["reply"] and "pasta" in got[3]["reply"].lower()
-    for t in got:
+    for before, t in zip([None, *got], got, strict=False):
         ms = t["timings_ms"]
-        # first audio is the hangover, the decode and the synthesis, not time spent queued
-        # behind an earlier turn (that was 1-3 s per turn when file mode raced ahead)
+        # First audio is the hangover, the decode and the synthesis, not time spent queued
+        # behind an earlier turn (that was 1-3 s per turn when file mode raced ahead). A turn
+        # may wait only when the one before it was still answering when this question came:
+        # on a busy machine a turn can outlast the 8 s of silence after it.
+        if before is not None and before["timings_ms"]["total"] >= len(gap) / 16:
+            continue
         waited = t["first_audio_ms"] - ms["vad_hangover"] - ms["stt"] - ms["tts_first_audio"]
         assert waited < 500, (t["transcript"], ms)
 

@@ -9,14 +9,16 @@ person would judge it by listening.
 from __future__ import annotations
 
 import re
-import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 import pytz
 
-from tests.support.voice_helpers import ask, clock_hours, heard, loud_spans, share_heard
+from tests.support.audiosignals import loud_seconds
+from tests.support.spoken import share_said
+from tests.support.voice_helpers import ask, clock_hours, heard, loud_spans
+from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
@@ -43,36 +45,31 @@ def new_conversation(iris):
 
 
 def test_wake_word_barges_in(virtual_audio, iris):
-    """First, with an empty history: the model answers this request at length."""
-    from tools.testbed.fixtures import fixture, load_manifest
+    """First, with an empty history: the model answers this request at length. How soon
+    IRIS goes quiet is a figure of tools.bench.rooms (and stop() to silence of
+    tools.bench.audio); here, that it does, and stays quiet."""
+    from tools.testbed.fixtures import fixture
 
     count = iris.status()["turn_count"]
     rec = virtual_audio.record_speaker()
     virtual_audio.play_into_mic(fixture("jarvis_story"))
-    iris.wait_state("speaking", timeout=120)
-    time.sleep(0.5)  # into the story
-    wake = load_manifest()["jarvis"]
-    started = time.monotonic()
+    iris.wait_state("speaking", timeout=PATIENCE_S)
+    wait_heard(rec, 1.0, "the story to be heard")  # into the story
+    story_so_far = rec.stop()
     virtual_audio.play_into_mic(fixture("jarvis"))
-    wake_end = started + wake["speech_end"] / 16000  # when "Hey Jarvis" stopped reaching the mic
-    turn = iris.wait_turn(after=count, idle=False)
-    time.sleep(1.0)
-    audio = rec.stop()
+    turn = iris.wait_turn(after=count, idle=False, timeout=PATIENCE_S)
     assert turn["interrupted"], turn
     # Only what was heard is kept: the sentence cut off is not in `spoken`. (On a loaded machine
     # the wake word can land in a pause while the model writes the next sentence; then all
     # that was written had been heard and the two are equal.)
     assert turn["reply"].startswith(turn["spoken"]), turn
-    # the speaker is silent soon after the wake word ended: detection + 150 ms to go quiet
-    spans = loud_spans(audio)
-    last_loud_end = rec.wall_time(int(spans[-1][1] * 16000))
-    assert last_loud_end - wake_end < 0.8, (
-        f"speech went on {last_loud_end - wake_end:.2f} s after the wake word"
-    )
-    # and the conversation goes on: IRIS listens for the question that follows the wake word
-    status = iris.status()
-    assert status["state"] in ("listening", "idle")
-    iris.wait_state("idle", timeout=30)
+    assert loud_seconds(story_so_far, 16000) >= 1.0
+    # The story is cut: from the barge-in on, IRIS listens for a question that never comes
+    # and goes back to idle, and nothing more of the story reaches the speaker meanwhile.
+    after = virtual_audio.record_speaker()
+    iris.wait_state("idle", timeout=PATIENCE_S)
+    quiet = wait_quiet(after, 1.0)
+    assert loud_seconds(quiet, 16000) < 0.3, f"the story went on: {loud_spans(quiet)}"
 
 
 def test_time_in_tokyo_is_spoken(virtual_audio, iris, judge):
@@ -88,7 +85,7 @@ def test_time_in_tokyo_is_spoken(virtual_audio, iris, judge):
     # and when it wrote none, most of the reply's words must have been heard.
     in_speech = clock_hours(said)
     assert re.search(r"\btok", said), f"IRIS said {said!r}"
-    assert in_speech & hours if in_speech else share_heard(turn["reply"], said) >= 0.75, (
+    assert in_speech & hours if in_speech else share_said(turn["reply"], said) >= 0.75, (
         f"IRIS said {said!r}; the reply was {turn['reply']!r}; Tokyo hour is {now:%H:%M}"
     )
     t = turn["timings_ms"]
@@ -101,7 +98,7 @@ def test_arithmetic_is_spoken(virtual_audio, iris, judge):
     assert "1081" in turn["reply"].replace(",", "")
     # The speaker must have said the reply. Whisper base, the judge, once heard this
     # recording as "23x47 is 1881": a number may be misheard, most words may not.
-    assert share_heard(turn["reply"], said) >= 0.75, f"IRIS said {said!r}, the reply was {turn['reply']!r}"
+    assert share_said(turn["reply"], said) >= 0.75, f"IRIS said {said!r}, the reply was {turn['reply']!r}"
 
 
 def test_timer_is_announced_when_due_and_stop_dismisses_it(virtual_audio, iris, judge):
@@ -112,12 +109,12 @@ def test_timer_is_announced_when_due_and_stop_dismisses_it(virtual_audio, iris, 
     virtual_audio.play_into_mic(fixture("jarvis_timer"))
     turn = iris.wait_turn(after=count, idle=False)
     assert any(c["name"] == "set_timer" and c["ok"] for c in turn["tool_calls"]), turn
-    deadline = time.monotonic() + 20
-    while iris.status()["alarm_ringing"] is None:
-        assert time.monotonic() < deadline, "the timer never rang"
-        time.sleep(0.1)
-    time.sleep(4.0)  # chime + announcement
-    said = heard(judge, rec.stop())
+    wait_until(lambda: iris.status()["alarm_ringing"] is not None, "the timer to ring")
+    # The reply was spoken before its turn was recorded: what plays now is the chime and
+    # the announcement; then IRIS is idle until the next ring (30 s on).
+    iris.wait_state("speaking", timeout=PATIENCE_S)
+    iris.wait_state("idle", timeout=PATIENCE_S)
+    said = heard(judge, wait_quiet(rec, 1.0))
     assert "timer" in said and "done" in said, f"IRIS said {said!r}"
     assert iris.request("stop")["stopped"]
     assert iris.status()["alarm_ringing"] is None

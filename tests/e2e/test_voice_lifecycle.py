@@ -13,10 +13,13 @@ import pytest
 
 from iris_voice.voice.servergone import UNREACHABLE
 from tests.support.voice_helpers import ask, heard
+from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
+STOP_TIMEOUT_S = 15.0
+"""``TimeoutStopSec`` of IRIS's systemd units (packaging/systemd*/)."""
 
 
 def _set_timer(iris, label: str, seconds: int) -> None:
@@ -37,13 +40,12 @@ def test_timers_survive_sigkill_and_are_announced_as_missed(virtual_audio, ollam
         time.sleep(4)  # both fall due while IRIS is down
         rec = virtual_audio.record_speaker()
         daemon.start()
-        deadline = time.monotonic() + 60
-        while daemon.log_tail(400).count("fired (missed)") < 2:
-            assert time.monotonic() < deadline, daemon.log_tail()
-            time.sleep(0.2)
-        daemon.wait_state("idle", timeout=60)
-        time.sleep(0.5)
-        said = heard(judge, rec.stop())
+        wait_until(lambda: daemon.log_tail(400).count("fired (missed)") >= 2, "both timers to fire")
+        # the two announcements follow each other (they may have begun during the start);
+        # then IRIS stays idle
+        wait_heard(rec, 1.0, "the announcements to begin")
+        daemon.wait_idle(2.0, timeout=PATIENCE_S)
+        said = heard(judge, wait_quiet(rec, 1.0))
         assert "pasta" in said and "laundry" in said and "while i was off" in said, f"IRIS said {said!r}"
     finally:
         daemon.terminate()
@@ -53,9 +55,11 @@ def test_sigterm_stops_cleanly(virtual_audio, ollama_server, tmp_path):
     from tools.testbed.voicebed import LiveDaemon
 
     daemon = LiveDaemon(virtual_audio, ollama_server.url, tmp_path).start()
-    code, seconds = daemon.terminate()
-    assert code == 0 and seconds <= 2.0, (code, seconds, daemon.log_tail())
-    assert daemon.wait_notice("STOPPING=1", 1.0)
+    code, seconds = daemon.terminate(timeout=PATIENCE_S)
+    # exit 0 within the units' TimeoutStopSec (15 s), after which systemd would SIGKILL it;
+    # how fast is not this test's business (a loaded machine stops slower)
+    assert code == 0 and seconds < STOP_TIMEOUT_S, (code, seconds, daemon.log_tail())
+    assert daemon.wait_notice("STOPPING=1", 10.0)
     assert not daemon.socket_path.exists()
     # the lock went with it: a new daemon starts at once
     daemon.start()
@@ -75,13 +79,12 @@ def test_model_server_stopped_mid_turn(virtual_audio, speech_manifest, judge, tm
         rec = virtual_audio.record_speaker()
         # a question only the model answers (the clock would be answered by the fast path)
         virtual_audio.play_into_mic(fixture("jarvis_story"))
-        daemon.wait_state("thinking", timeout=60)
+        daemon.wait_state("thinking", timeout=PATIENCE_S)
         server.process.kill()  # the server dies while IRIS waits for the answer
         server.process.wait()
-        turn = daemon.wait_turn(after=0)
+        turn = daemon.wait_turn(after=0, timeout=PATIENCE_S)
         assert turn["error"]["code"] == "llm-unreachable", turn
-        time.sleep(0.5)
-        said = heard(judge, rec.stop())
+        said = heard(judge, wait_quiet(rec, 1.0))
         assert "reach" in said and "language model" in said, f"IRIS said {said!r} (expected {UNREACHABLE!r})"
         assert daemon.proc.poll() is None, "the daemon must survive"
         server = start_server(extra_args=["--port", str(port)])  # back on the same address
