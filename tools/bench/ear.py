@@ -45,10 +45,11 @@ from tools.bench.ear_report import report, room_latencies
 
 LEVERS: dict[str, tuple[str, str, Any]] = {
     "recheck": ("audio", "end_of_turn_recheck_ms", 0),
-    "history": ("llm", "history_keep", 1.0),
     "window": ("stt", "window", "full"),
 }
-"""Lever → (section, key, its value before the lever): ``before`` sets them all."""
+"""Lever → (section, key, its value before the lever): ``before`` sets them all. The history's
+trimming in steps (``Bounds.keep``) has no config key, so ``before`` cannot trim one turn at a
+time; ``llm.history_turns`` keeps its (new) default."""
 RATE = 16000
 
 
@@ -188,6 +189,9 @@ def converse(name: str, server_url: str, turns: list, gaps: list[float], workdir
 
 async def naive_rows(server_url: str, turns: list, workdir: Path) -> list[dict[str, Any]]:
     """The naive pipeline on the same questions, each on its own; prompt tokens counted."""
+    import httpx
+    import ollama
+
     from iris_voice.app.assembly import build_app
     from iris_voice.app.filemode import FileTurns
     from tools.bench.naive_pipeline import NaivePipeline
@@ -213,9 +217,14 @@ async def naive_rows(server_url: str, turns: list, workdir: Path) -> list[dict[s
     for i, (wav, group, check, _end) in enumerate(turns, 1):
         utt = await endpoint(files.cfg, files.engines, wav)
         left, before = await pasta_left(app.timers), len(counts)
-        row = await naive.turn(utt.audio, round(utt.hangover_s * 1000, 1))
+        try:
+            row = await naive.turn(utt.audio, round(utt.hangover_s * 1000, 1))
+        except (httpx.HTTPError, ollama.ResponseError) as exc:  # a busy machine: counted as lost, go on
+            row = {"reply": f"(failed: {exc!r})", "first_audio_ms": None, "lost": True,
+                   "timings_ms": {"vad_hangover": None, "stt": None}}  # fmt: skip
         timings = row["timings_ms"]
-        row.update(turn=i, group=group, evaluated=sum(counts[before:]), lost=False,
+        row.setdefault("lost", False)
+        row.update(turn=i, group=group, evaluated=sum(counts[before:]),
                    end_of_turn_ms=timings["vad_hangover"], transcript_ms=timings["stt"])  # fmt: skip
         row["correct"] = judge(check, row["reply"], left)
         rows.append(row)
