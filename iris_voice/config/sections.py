@@ -154,6 +154,11 @@ class SttConfig(_Section):
     speculative: bool = True
     """At each pause, decode the words so far as if the question were over, and start
     answering them while the end of turn is being decided (needs ``incremental``)."""
+    window: Literal["short", "full"] = "short"
+    """"short": Whisper's encoder sees the audio plus ``window_pad_s`` (the full 30 s
+    window decides when that decode repeats or looks wrong); "full": always 30 s."""
+    window_pad_s: Annotated[float, Field(ge=1, le=20)] = 3.0
+    """Zero padding after the audio in a short window (longer: fewer full-window fallbacks)."""
 
     @field_validator("uri")
     @classmethod

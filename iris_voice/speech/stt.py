@@ -20,6 +20,7 @@ from iris_voice import heavy
 from iris_voice.config import SttConfig
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import whisper_model_dir
+from iris_voice.speech.whisper_window import ShortWindow
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class FasterWhisperTranscriber:
         self.model_dir: Path | None = None
         """The CTranslate2 directory in use, once loaded."""
         self._model: Any = None
+        self._window: ShortWindow | None = None  # made with the model (stt.window = "short")
         self._lock = threading.Lock()  # one decode at a time on this model instance
 
     def _load(self) -> Any:
@@ -137,22 +139,47 @@ class FasterWhisperTranscriber:
         with self._lock:
             model = self._load()
             try:
-                segments, _info = model.transcribe(
-                    audio,
-                    language=self.cfg.language or None,
-                    beam_size=self.cfg.beam_size,
-                    vad_filter=False,
-                    condition_on_previous_text=False,
-                    without_timestamps=True,
-                    # The text said just before this audio, when it is the rest of an
-                    # utterance decoded in pieces (stt_stream): Whisper continues it.
-                    initial_prompt=prompt or None,
-                )
-                # The segments are a lazy generator: the decoding happens here, in this thread.
-                text = "".join(segment.text for segment in segments)
+                if self.cfg.window == "short":
+                    if self._window is None:
+                        self._window = ShortWindow(
+                            model, self.cfg.window_pad_s, self.cfg.beam_size, self.cfg.language
+                        )
+                    text = self._window.decode(audio, prompt, self._full)
+                else:
+                    text = self._full(audio, prompt)
             except Exception as exc:  # any engine failure becomes one coded error
                 raise SpeechError(Code.STT_FAILED, f"speech recognition failed: {exc}") from exc
         return " ".join(text.split())
+
+    def _full(self, audio: np.ndarray, prompt: str = "") -> str:
+        """faster-whisper's own ``transcribe``: the 30 s window (lock held by the caller)."""
+        segments, _info = self._model.transcribe(
+            audio,
+            language=self.cfg.language or None,
+            beam_size=self.cfg.beam_size,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+            # The text said just before this audio, when it is the rest of an
+            # utterance decoded in pieces (stt_stream): Whisper continues it.
+            initial_prompt=prompt or None,
+        )
+        # The segments are a lazy generator: the decoding happens here, in this thread.
+        return "".join(segment.text for segment in segments)
+
+    def timings(self) -> dict[str, Any]:
+        """Decode counts for traces and logs: with ``stt.window = "short"``, the decodes
+        kept on the short window, the fallbacks to the full one (and why), the last one's reason."""
+        if self._window is None:
+            return {"stt_window": self.cfg.window}
+        counts = self._window.counts
+        return {
+            "stt_window": self.cfg.window,
+            "stt_short": counts["short"],
+            "stt_fallbacks": counts["fallback"],
+            "stt_fallback_reasons": {k: v for k, v in counts.items() if k not in ("short", "fallback")},
+            "stt_last_fallback": self._window.last,
+        }
 
     async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
         """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is converted); "" for nothing.
