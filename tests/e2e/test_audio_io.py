@@ -109,14 +109,15 @@ async def test_capture_receives_what_the_mic_hears(virtual_audio: VirtualAudio, 
     await until(lambda: len(got.frames) >= 5, PATIENCE_S, "the first frames")
     start = len(got.frames)
     await asyncio.to_thread(virtual_audio.play_into_mic, wav)
-    await until(lambda: heard_whole(got.audio(start), 0.9), PATIENCE_S, "the sweep and the quiet after it")
+    await until(lambda: heard_whole(got.audio(start)), PATIENCE_S, "the sweep and the quiet after it")
     await got.close()
 
     assert capture.stream_rate == SAMPLE_RATE and capture.stream_channels == 1
     assert all(f.dtype == np.int16 and f.shape == (FRAME_SAMPLES,) for f in got.frames)
     audio = got.audio(start)
-    first, last = loud_span(audio, SAMPLE_RATE)
-    assert abs((last - first) / SAMPLE_RATE - 1.0) < 0.05, (first, last)
+    # 1 s of sound at 16 kHz (a wrong rate makes it 0.73 or 1.38 s). Loud time, not the span:
+    # on a busy machine the player can run late (an underrun) and spread the sweep out.
+    assert loud_seconds(audio, SAMPLE_RATE) == pytest.approx(1.0, abs=0.1), loud_span(audio, SAMPLE_RATE)
     # The same waveform at the same rate: a wrong rate or lost blocks would break this.
     assert best_correlation(audio, resample(sweep, 22050, SAMPLE_RATE)) > 0.9
     assert capture.dropped == 0
@@ -220,9 +221,7 @@ async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> 
             wav = write_wav(tmp_path / "tone.wav", tone(880, 0.6, 16000), 16000)
             start = len(got.frames)
             await asyncio.to_thread(bed.play_into_mic, wav)
-            await until(
-                lambda: heard_whole(got.audio(start), 0.5), PATIENCE_S, "the tone and the quiet after it"
-            )
+            await until(lambda: heard_whole(got.audio(start)), PATIENCE_S, "the tone and the quiet after it")
             heard = got.audio(start)
             first, last = loud_span(heard, SAMPLE_RATE)
             assert dominant_hz(heard[first:last], SAMPLE_RATE) == pytest.approx(880, abs=3)
@@ -245,9 +244,10 @@ async def test_capture_and_playback_recover_when_pipewire_restarts(tmp_path) -> 
     assert len(said) == 1 and any(w in said[0] for w in SPEAKER_PROBLEMS), said
 
 
-def heard_whole(audio: np.ndarray, seconds: float, quiet: float = 0.2) -> bool:
-    """The capture holds at least ``seconds`` of sound followed by ``quiet`` seconds of silence."""
-    return loud_seconds(audio, SAMPLE_RATE) >= seconds and quiet_tail(audio, quiet, SAMPLE_RATE)
+def heard_whole(audio: np.ndarray, quiet: float = 0.3) -> bool:
+    """The capture holds a sound followed by ``quiet`` seconds of silence: called once the
+    player has finished, all it played has arrived (the tests then judge what did)."""
+    return loud_seconds(audio, SAMPLE_RATE) > 0 and quiet_tail(audio, quiet, SAMPLE_RATE)
 
 
 def mic_problem(events: list[object]) -> bool:
