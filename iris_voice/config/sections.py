@@ -157,7 +157,7 @@ class SttConfig(_Section):
     window: Literal["short", "full"] = "short"
     """"short": Whisper's encoder sees the audio plus ``window_pad_s`` (the full 30 s
     window decides when that decode repeats or looks wrong); "full": always 30 s."""
-    window_pad_s: Annotated[float, Field(ge=1, le=20)] = 3.0
+    window_pad_s: Annotated[float, Field(ge=1, le=20)] = 6.0
     """Zero padding after the audio in a short window (longer: fewer full-window fallbacks)."""
 
     @field_validator("uri")

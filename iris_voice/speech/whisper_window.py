@@ -117,7 +117,7 @@ class ShortWindow:
     with the model's lock held. ``counts`` tallies short decodes and each fallback reason.
     """
 
-    def __init__(self, model: Any, pad_s: float = 3.0, beam_size: int = 1, language: str = "en") -> None:
+    def __init__(self, model: Any, pad_s: float = 6.0, beam_size: int = 1, language: str = "en") -> None:
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 

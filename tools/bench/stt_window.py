@@ -1,0 +1,127 @@
+"""Whisper's full 30 s window vs a right-sized one (``stt.window``), on the same clips.
+
+Every clip is decoded the way ``FasterWhisperTranscriber`` decodes it, once on the full
+window (faster-whisper's ``transcribe``) and once per ``--pads`` value on a short window
+(``whisper_window.ShortWindow``: the audio plus that padding, falling back to the full
+window when the short decode looks wrong; the fallback's time is included). Sets:
+
+- ``human``: the real recordings of ``../shared/testdata/human-speech`` (WER over the
+  command, question and other clips, whole clips, no VAD);
+- ``fixtures``: the Piper/espeak-spoken fixtures, whole (lead and tail silence included);
+- ``cut``: the same fixtures cut 0.1 s after their speech ends, as an incremental
+  session hands a pause's audio to the decoder (little silence after the words).
+
+Printed per set and mode: decode ms p50/p95, WER (pooled, ``rooms_speech.wer``), finished
+transcripts with a back-to-back repetition (``whisper_window.repetition``), fallbacks to
+the full window and why, transcripts that differ from the full window's.
+
+    .venv/bin/python -m tools.bench.stt_window [--pads 3,6,10] [--human DIR] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from iris_voice.app.commands import percentile
+from iris_voice.config import SttConfig
+from iris_voice.speech.stt import FasterWhisperTranscriber
+from iris_voice.speech.whisper_window import ShortWindow, repetition
+from tools.bench.rooms_speech import HUMAN, KINDS, normalize, wer
+from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav
+
+CUT_AFTER_S = 0.1
+"""Silence kept after the last word in the ``cut`` set (the middle of a 150 ms pause, and then some)."""
+
+
+def read_clip(path: Path) -> np.ndarray:
+    """A 16 kHz mono 16-bit WAV as float32."""
+    with wave.open(str(path)) as w:
+        return np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768
+
+
+def clip_sets(human: Path) -> dict[str, list[dict]]:
+    """name → clips: {"name", "audio", "ref" (reference text), "wer" (counts in the WER)}."""
+    sets: dict[str, list[dict]] = {"human": [], "fixtures": [], "cut": []}
+    for clip in json.loads((human / "manifest.json").read_text()):
+        sets["human"].append({"name": clip["file"], "audio": read_clip(human / clip["file"]),
+                              "ref": clip["text"], "wer": clip.get("kind") in KINDS})  # fmt: skip
+    for name, entry in load_manifest().items():
+        audio = read_wav(name).astype(np.float32) / 32768
+        sets["fixtures"].append({"name": name, "audio": audio, "ref": entry["text"], "wer": True})
+        end = entry["speech_end"] + round(CUT_AFTER_S * 16000)
+        sets["cut"].append({"name": name, "audio": audio[:end], "ref": entry["text"], "wer": True})
+    return sets
+
+
+def run_mode(stt: FasterWhisperTranscriber, window: ShortWindow | None, clips: list[dict]) -> list[dict]:
+    """Each clip decoded one way: text, ms, the fallback reason (short windows)."""
+    rows = []
+    for clip in clips:
+        start = time.perf_counter()
+        if window is None:
+            text = " ".join(stt._full(clip["audio"]).split())
+        else:
+            text = " ".join(window.decode(clip["audio"], "", stt._full).split())
+        ms = (time.perf_counter() - start) * 1000
+        rows.append({"text": text, "ms": ms, "fallback": window.last if window else None})
+    return rows
+
+
+def summary(label: str, clips: list[dict], rows: list[dict], full: list[dict]) -> str:
+    """One line of figures for a set decoded one way."""
+    ms = [r["ms"] for r in rows]
+    counted = [(c, r) for c, r in zip(clips, rows, strict=True) if c["wer"]]
+    edits = [wer(c["ref"], r["text"]) for c, r in counted]
+    e, n = sum(x for x, _ in edits), sum(y for _, y in edits)
+    loops = sum(repetition(r["text"]) for r in rows)
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r["fallback"]:
+            reasons[r["fallback"]] = reasons.get(r["fallback"], 0) + 1
+    differ = sum(normalize(r["text"]) != normalize(f["text"]) for r, f in zip(rows, full, strict=True))
+    fb = sum(reasons.values())
+    why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+    return (f"  {label:10} decode p50 {percentile(ms, 50):6.0f} ms  p95 {percentile(ms, 95):6.0f} ms  "
+            f"WER {e / n:6.1%} ({e}/{n})  repeats {loops}  fallbacks {fb}{f' ({why})' if why else ''}  "
+            f"differ from full {differ}/{len(rows)}")  # fmt: skip
+
+
+def main(args: argparse.Namespace) -> None:
+    """Full window, then each padding, on every set; figures per set and mode."""
+    ensure_fixtures()
+    sets = clip_sets(args.human)
+    stt = FasterWhisperTranscriber(SttConfig(window="full"))
+    stt.transcribe_sync(np.zeros(16000, np.float32))  # load and warm up
+    model = stt._model
+    pads = [float(p) for p in args.pads.split(",")]
+    print(f"Whisper {stt.name} int8, {stt.cfg.threads} threads: full 30 s window vs the audio + padding")
+    for name, clips in sets.items():
+        print(f"\n{name}: {len(clips)} clips ({sum(c['wer'] for c in clips)} in the WER)", flush=True)
+        full = run_mode(stt, None, clips)
+        results = {"full": full}
+        for pad in pads:
+            results[f"short {pad:g}s"] = run_mode(stt, ShortWindow(model, pad), clips)
+        for label, rows in results.items():
+            print(summary(label, clips, rows, full), flush=True)
+        if args.show:
+            for i, clip in enumerate(clips):
+                texts = {label: rows[i]["text"] for label, rows in results.items()}
+                if len({" ".join(normalize(t)) for t in texts.values()}) > 1:
+                    print(f"    {clip['name']}: " + " | ".join(f"{k}: {v!r}" for k, v in texts.items()))
+        p50 = {label: percentile([r["ms"] for r in rows], 50) for label, rows in results.items()}
+        print("  p50 ratio short/full: " + ", ".join(
+            f"{label} {p50[label] / p50['full']:.2f}" for label in results if label != "full"))  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pads", default="3,6,10", help="seconds of padding to compare (comma-separated)")
+    parser.add_argument("--human", type=Path, default=HUMAN)
+    parser.add_argument("--show", action="store_true", help="print the clips whose transcripts differ")
+    main(parser.parse_args())
