@@ -154,9 +154,10 @@ class SttConfig(_Section):
     speculative: bool = True
     """At each pause, decode the words so far as if the question were over, and start
     answering them while the end of turn is being decided (needs ``incremental``)."""
-    window: Literal["short", "full"] = "short"
+    window: Literal["short", "full"] = "full"
     """"short": Whisper's encoder sees the audio plus ``window_pad_s`` (the full 30 s
-    window decides when that decode repeats or looks wrong); "full": always 30 s."""
+    window decides when that decode repeats or looks wrong); "full": always 30 s (the
+    default while short windows lose words on the pieces of incremental decoding)."""
     window_pad_s: Annotated[float, Field(ge=1, le=20)] = 6.0
     """Zero padding after the audio in a short window (longer: fewer full-window fallbacks)."""
 

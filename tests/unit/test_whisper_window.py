@@ -81,8 +81,8 @@ def test_a_plain_confident_decode_is_kept() -> None:
 
 
 def test_the_window_is_configured_under_stt() -> None:
-    assert SttConfig().window == "short"
-    assert SttConfig(window="full").window == "full"
+    assert SttConfig().window == "full"
+    assert SttConfig(window="short").window == "short"
     with pytest.raises(ValueError, match="window_pad_s"):
         SttConfig(window_pad_s=0.1)
     with pytest.raises(ValueError, match="window"):
