@@ -19,7 +19,7 @@ Configurations: ``after`` (IRIS's defaults), ``before`` (the levers off, as IRIS
 each lever alone on top of ``before``. A lever whose config key does not exist in this
 checkout is left out (and said so).
 
-    python -m tools.bench.ear [--configs before,after] [--turns N] [--gap-s 10,15] [--seed S]
+    python -m tools.bench.ear [--configs before,after] [--turns N] [--gap-s 10,15] [--naive-turns N]
 """
 
 from __future__ import annotations
@@ -187,8 +187,9 @@ def converse(name: str, server_url: str, turns: list, gaps: list[float], workdir
     return {"config": name, "sections": config_for(name), "rows": rows}
 
 
-async def naive_rows(server_url: str, turns: list, workdir: Path) -> list[dict[str, Any]]:
-    """The naive pipeline on the same questions, each on its own; prompt tokens counted."""
+async def naive_rows(server_url: str, turns: list, workdir: Path, rows: list[dict[str, Any]]) -> None:
+    """The naive pipeline on the same questions, each on its own; prompt tokens counted.
+    Rows are appended to ``rows`` as they come (an interrupted run keeps them)."""
     import httpx
     import ollama
 
@@ -213,7 +214,6 @@ async def naive_rows(server_url: str, turns: list, workdir: Path) -> list[dict[s
         return resp
 
     naive.client.chat = counted  # prompt_eval_count, which the pipeline itself drops
-    rows = []
     for i, (wav, group, check, _end) in enumerate(turns, 1):
         utt = await endpoint(files.cfg, files.engines, wav)
         left, before = await pasta_left(app.timers), len(counts)
@@ -232,7 +232,6 @@ async def naive_rows(server_url: str, turns: list, workdir: Path) -> list[dict[s
         print(f"  [naive] {i:>2} {group:8} {wav.stem:24} {row['first_audio_ms']!s:>7} ms eval "
               f"{row['evaluated']:>5}  {verdict} {row['reply'][:48]!r}", flush=True)  # fmt: skip
     await app.timers.cancel("all")
-    return rows
 
 
 def count_own(results: list[dict[str, Any]]) -> None:
@@ -281,7 +280,8 @@ def main() -> int:
     p.add_argument("--turns", type=int, default=len(CONVERSATION), help="the conversation's first N turns")
     p.add_argument("--gap-s", default="10,15", help="A,B: seconds from one question's start to the next's")
     p.add_argument("--seed", type=int, default=21, help="seed of the gaps")
-    p.add_argument("--no-naive", action="store_true", help="leave out the naive pipeline")
+    p.add_argument("--naive-turns", type=int, default=len(CONVERSATION),
+                   help="the naive pipeline answers the first N questions (0: leave it out)")  # fmt: skip
     p.add_argument("--json", help="also write every row to this file")
     p.add_argument("--workdir", help="keep configs, logs and room recordings here (default: temporary)")
     args = p.parse_args()
@@ -299,12 +299,15 @@ def main() -> int:
     results, naive = [], []
     with start_server() as server, tempfile.TemporaryDirectory(prefix="iris-ear-") as scratch:
         tmp = Path(args.workdir or scratch)
-        if not args.no_naive:
-            print("== the naive pipeline", flush=True)
-            naive = asyncio.run(naive_rows(server.url, turns, tmp))
         for name in configs:
             print(f"== configuration {name}: {config_for(name) or 'defaults'}", flush=True)
             results.append(converse(name, server.url, turns, gaps, tmp / name))
+        if args.naive_turns:  # after the daemons: Ctrl-C here still prints the report
+            print("== the naive pipeline", flush=True)
+            try:
+                asyncio.run(naive_rows(server.url, turns[: args.naive_turns], tmp, naive))
+            except KeyboardInterrupt:
+                print(f"(naive pipeline interrupted after {len(naive)} turns)")
     count_own(results)
     figures = report(results, naive)
     if args.json:
