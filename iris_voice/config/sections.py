@@ -154,11 +154,12 @@ class SttConfig(_Section):
     speculative: bool = True
     """At each pause, decode the words so far as if the question were over, and start
     answering them while the end of turn is being decided (needs ``incremental``)."""
-    window: Literal["short", "full"] = "full"
+    window: Literal["auto", "short", "full"] = "auto"
     """"short": Whisper's encoder sees the audio plus ``window_pad_s`` (the full 30 s
-    window decides when that decode repeats or looks wrong); "full": always 30 s (the
-    default while short windows lose words on the pieces of incremental decoding)."""
-    window_pad_s: Annotated[float, Field(ge=1, le=20)] = 6.0
+    window decides when that decode repeats or looks wrong); "auto": short for a decode
+    from the utterance's start, full for a piece that continues a prompt (where short
+    windows lose words); "full": always 30 s."""
+    window_pad_s: Annotated[float, Field(ge=1, le=20)] = 10.0
     """Zero padding after the audio in a short window (longer: fewer full-window fallbacks)."""
 
     @field_validator("uri")

@@ -139,7 +139,10 @@ class FasterWhisperTranscriber:
         with self._lock:
             model = self._load()
             try:
-                if self.cfg.window == "short":
+                # "auto": the short window only for a decode from the utterance's start (a
+                # short question, the words at a pause); pieces that continue a prompt lost
+                # words on it (tools/bench/rooms_speech), so they keep the full window.
+                if self.cfg.window == "short" or (self.cfg.window == "auto" and not prompt):
                     if self._window is None:
                         self._window = ShortWindow(
                             model, self.cfg.window_pad_s, self.cfg.beam_size, self.cfg.language

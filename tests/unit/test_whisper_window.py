@@ -3,6 +3,7 @@ how a loop is trimmed, and which decodes go to the full window."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from iris_voice.config import SttConfig
@@ -81,9 +82,31 @@ def test_a_plain_confident_decode_is_kept() -> None:
 
 
 def test_the_window_is_configured_under_stt() -> None:
-    assert SttConfig().window == "full"
+    assert SttConfig().window == "auto"
     assert SttConfig(window="short").window == "short"
     with pytest.raises(ValueError, match="window_pad_s"):
         SttConfig(window_pad_s=0.1)
     with pytest.raises(ValueError, match="window"):
         SttConfig(window="tiny")
+
+
+def test_auto_takes_the_short_window_from_the_start_and_the_full_one_for_a_continued_piece(monkeypatch):
+    from iris_voice.speech.stt import FasterWhisperTranscriber
+
+    stt = FasterWhisperTranscriber(SttConfig(window="auto"))
+    monkeypatch.setattr(stt, "_load", lambda: object())
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(stt, "_full", lambda audio, prompt="": calls.append(("full", prompt)) or "full text")
+
+    class Window:
+        def decode(self, audio, prompt, full):
+            calls.append(("short", prompt))
+            return "short text"
+
+    stt._window = Window()
+    silence = np.zeros(1600, np.float32)
+    assert stt.transcribe_sync(silence) == "short text"
+    assert stt.transcribe_sync(silence, prompt="Set a timer") == "full text"
+    assert calls == [("short", ""), ("full", "Set a timer")]
+    stt.cfg = SttConfig(window="full")
+    assert stt.transcribe_sync(silence) == "full text"
