@@ -54,13 +54,13 @@ def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> l
     return spans
 
 
-def ask(bed, iris, name: str, quiet: float = 1.0) -> tuple[dict, np.ndarray]:
-    """Play a spoken fixture into the microphone; the turn's trace and what the speaker
-    played (recorded until ``quiet`` seconds of silence followed the turn)."""
+def ask(bed, iris, name: str, quiet: float = 1.0, timeout: float = PATIENCE_S) -> tuple[dict, np.ndarray]:
+    """Play a spoken fixture into the microphone; the turn's trace (within ``timeout`` s) and
+    what the speaker played (recorded until ``quiet`` seconds of silence followed the turn)."""
     from tools.testbed.fixtures import fixture
 
     count = iris.status()["turn_count"]
     rec = bed.record_speaker()
     bed.play_into_mic(fixture(name))
-    turn = iris.wait_turn(after=count, timeout=PATIENCE_S)
+    turn = iris.wait_turn(after=count, timeout=timeout)
     return turn, wait_quiet(rec, quiet)
