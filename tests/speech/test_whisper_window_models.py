@@ -11,6 +11,7 @@ from iris_voice.config import SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.whisper_window import ShortWindow, repetition
 from tools.bench.rooms_speech import normalize
+from tools.bench.stt import edits
 from tools.testbed.fixtures import read_wav
 
 pytestmark = pytest.mark.speech
@@ -35,15 +36,6 @@ def short(speech_manifest) -> FasterWhisperTranscriber:
     return FasterWhisperTranscriber(SttConfig(window="short"))
 
 
-def _edits(ref: list[str], hyp: list[str]) -> int:
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1]
-
-
 def test_short_window_transcribes_the_fixtures_as_the_full_window(speech_manifest, full, short) -> None:
     differ = []
     for name, entry in speech_manifest.items():
@@ -53,7 +45,7 @@ def test_short_window_transcribes_the_fixtures_as_the_full_window(speech_manifes
         if normalize(a) != normalize(b):
             ref = normalize(entry["text"])
             differ.append((name, a, b))
-            assert _edits(ref, normalize(b)) <= _edits(ref, normalize(a)) + 1, (name, a, b)
+            assert edits(ref, normalize(b)) <= edits(ref, normalize(a)) + 1, (name, a, b)
     assert len(differ) <= MAY_DIFFER, differ
     counts = short.timings()
     assert counts["stt_window"] == "short"
