@@ -85,8 +85,13 @@ def test_cli_fast_path_file_turn_needs_no_model_server(speech_manifest, judge, t
     assert trace["execution_path"] == "fast"
     t = trace["timings_ms"]
     assert t["llm_first_token"] is None  # no model was asked
-    for key in ("vad_hangover", "stt", "first_sentence", "tts_first_audio", "total"):
+    for key in ("vad_hangover", "first_sentence", "tts_first_audio", "total"):
         assert isinstance(t[key], int | float) and t[key] > 0, key
+    # The words decoded at the pause may already be the transcript (stt.speculative): then
+    # nothing is left to decode after the end of turn, and the trace says why.
+    assert isinstance(t["stt"], int | float) and t["stt"] >= 0
+    if t["stt"] < 1:
+        assert t.get("stt_speculated") or t.get("stt_partials"), t
     assert trace["first_audio_ms"] >= t["vad_hangover"] + t["stt"] + t["tts_first_audio"]
     assert_answer_heard(judge, trace, tmp_path / "answer.wav")
 
