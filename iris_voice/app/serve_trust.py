@@ -25,6 +25,7 @@ from wyoming.event import Event
 from wyoming.info import Describe
 
 from iris_voice.config import ServeConfig
+from iris_voice.config.serve import MIN_TOKEN_CHARS
 from iris_voice.errors import ConfigError
 
 AUTH_TYPE = "iris-auth"
@@ -66,6 +67,9 @@ def load_token(cfg: ServeConfig) -> str:
         raise ConfigError([f"serve.token_file: cannot read {path}: {exc}"]) from None
     if not token:
         raise ConfigError([f"serve.token_file: {path} holds no token (its first line is empty)"])
+    if len(token) < MIN_TOKEN_CHARS:
+        short = f"the token in {path} is shorter than {MIN_TOKEN_CHARS} characters and can be guessed"
+        raise ConfigError([f"serve.token_file: {short} (make one with: openssl rand -hex 16)"])
     if len(token) > MAX_TOKEN_CHARS:
         too_long = f"the token in {path} is longer than {MAX_TOKEN_CHARS} characters"
         raise ConfigError([f"serve.token_file: {too_long}"])

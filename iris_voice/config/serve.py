@@ -17,6 +17,8 @@ from pydantic import Field, field_validator
 from iris_voice.config.sections import _Section
 
 DEFAULT_URI = "tcp://127.0.0.1:10700"
+MIN_TOKEN_CHARS = 16
+"""A shorter shared token can be guessed: it is refused where the configuration is read."""
 
 
 def bind_host(uri: str) -> str | None:
@@ -60,7 +62,18 @@ class ServeConfig(_Section):
     read_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0
     """How long a half-received utterance or text stream may wait for its next event."""
     max_clients: Annotated[int, Field(ge=1, le=256)] = 16
-    """Connections served at once; more are answered with an error and closed."""
+    """Admitted connections served at once; more are answered with an error and closed."""
+    max_pending: Annotated[int, Field(ge=1, le=64)] = 4
+    """Connections not yet admitted (no event yet, or not yet authenticated) held at once;
+    a newer one closes the oldest, so idle strangers can never lock out a real client."""
+    auth_timeout_s: Annotated[float, Field(gt=0, le=120)] = 5.0
+    """How long a new connection may take to send its first event (and, with a token, to
+    authenticate) before it is closed."""
+    idle_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    """How long an admitted connection may send nothing between events (IRIS satellites
+    send ``ping`` every few seconds, so they stay)."""
+    max_synthesize_chars: Annotated[int, Field(ge=1, le=100_000)] = 2000
+    """Longest text one ``synthesize`` may ask for; more is refused with an error."""
 
     @field_validator("uri")
     @classmethod
@@ -79,6 +92,14 @@ class ServeConfig(_Section):
             port = None
         if not parsed.hostname or port is None or not 0 < port < 65536:
             raise ValueError(f"must name a host and a port (1-65535), e.g. {DEFAULT_URI}")
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str) -> str:
+        if value and len(value) < MIN_TOKEN_CHARS:
+            raise ValueError(f"a token shorter than {MIN_TOKEN_CHARS} characters can be guessed; "
+                             "make one with: openssl rand -hex 16")  # fmt: skip
         return value
 
     @field_validator("allow")

@@ -195,7 +195,7 @@ def test_a_socket_folder_is_not_made(tmp_path):
 
 def test_a_unix_socket_in_a_writable_folder_and_a_token_file_pass(tmp_path, capsys):
     token = tmp_path / "token"
-    token.write_text("s3cret\n")
+    token.write_text("s3cret-kitchen-token\n")
     toml = f'[serve]\nuri = "unix://{tmp_path}/w.sock"\ntoken_file = "{token}"\n'
     assert check_config(tmp_path, capsys, toml) == (0, ["ok"])
 

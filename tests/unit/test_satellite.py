@@ -197,9 +197,9 @@ async def test_a_timer_set_at_the_satellite_rings_on_its_speaker(tmp_path: Path)
 async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: Path) -> None:
     part, timers, _bus = make_part(tmp_path, EchoBackend())
     part.stt = FakeStt("Who wrote Hamlet?")
-    server, port = await start_hub([part], token="s3cret")
+    server, port = await start_hub([part], token="s3cret-kitchen-token")
     sink, source = FakeSink(speed=20.0), LiveSource()
-    good, bad = make_satellite(port, sink, token="s3cret"), make_satellite(port, FakeSink(), token="guess")
+    good, bad = make_satellite(port, sink, token="s3cret-kitchen-token"), make_satellite(port, FakeSink(), token="guess")
     tasks = [asyncio.create_task(good.run(source)), asyncio.create_task(bad.run(LiveSource()))]
     try:
         await asyncio.wait_for(good.connected.wait(), 5.0)

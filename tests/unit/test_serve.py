@@ -227,7 +227,7 @@ async def test_tts_speaks_a_text_and_a_text_stream_sentence_by_sentence(tmp_path
 
 
 async def test_token_gate_end_to_end(tmp_path):
-    async with serving(tmp_path, token="s3cret") as (svc, port, _app):
+    async with serving(tmp_path, token="s3cret-kitchen-token") as (svc, port, _app):
         async with AsyncTcpClient("127.0.0.1", port) as client:  # describe needs no token
             await client.write_event(Describe().event())
             assert (await read_until(client, "info"))[-1].type == "info"
@@ -239,7 +239,7 @@ async def test_token_gate_end_to_end(tmp_path):
             wrong = await read_until(client, "error")
             assert await closed(client)
         async with AsyncTcpClient("127.0.0.1", port) as client:
-            await client.write_event(Event(AUTH_TYPE, {"token": "s3cret"}))
+            await client.write_event(Event(AUTH_TYPE, {"token": "s3cret-kitchen-token"}))
             ok = await read_until(client, AUTH_OK_TYPE, "error")
             await client.write_event(Transcript(text="what time is it").event())
             answer = await read_until(client, "handled", "not-handled", "error")
@@ -287,7 +287,7 @@ def test_a_wide_bind_needs_an_allow_list_or_a_token(uri):
     with pytest.raises(ConfigError):  # the service refuses it too (a --uri override skips the file)
         WyomingService(ServeConfig.model_construct(uri=uri, allow=[], token="", token_file=""), [])
     assert parse({"serve": {"uri": uri, "allow": ["192.168.1.0/24"]}}).serve.uri == uri
-    assert parse({"serve": {"uri": uri, "token": "x"}}).serve.token == "x"
+    assert parse({"serve": {"uri": uri, "token": "x" * 16}}).serve.token == "x" * 16
 
 
 async def test_doctor_reports_the_service_and_its_clients(tmp_path):
@@ -340,11 +340,11 @@ async def test_doctor_checks_a_satellites_hub_and_its_token(tmp_path):
     def with_hub(cfg: Config, hub: str, token: str) -> Config:
         return cfg.model_copy(update={"satellite": SatelliteConfig(hub=hub, token=token)})
 
-    async with serving(tmp_path, token="s3cret") as (_svc, port, app):
+    async with serving(tmp_path, token="s3cret-kitchen-token") as (_svc, port, app):
         uri = f"tcp://127.0.0.1:{port}"
-        right = await satellite_checks(with_hub(app.cfg, uri, "s3cret"))
+        right = await satellite_checks(with_hub(app.cfg, uri, "s3cret-kitchen-token"))
         wrong = await satellite_checks(with_hub(app.cfg, uri, "guess"))
-    gone = await satellite_checks(with_hub(app.cfg, uri, "s3cret"))
+    gone = await satellite_checks(with_hub(app.cfg, uri, "s3cret-kitchen-token"))
     assert await satellite_checks(app.cfg) == []  # no satellite.hub: nothing to check
     assert right == [(True, f"satellite hub: {uri} answers (iris)")]
     assert wrong[0][0] is False and "refuses satellite.token" in wrong[0][1]

@@ -55,8 +55,12 @@ def test_no_allow_list_lets_everyone_in():
 
 def test_token_file(tmp_path):
     f = tmp_path / "token"
-    f.write_text("  abc123  \nsecond line\n")
-    assert load_token(ServeConfig(token_file=str(f))) == "abc123"
+    f.write_text("  abc123-kitchen-token  \nsecond line\n")
+    assert load_token(ServeConfig(token_file=str(f))) == "abc123-kitchen-token"
+    f.write_text("abc123\n")
+    with pytest.raises(ConfigError) as err:
+        load_token(ServeConfig(token_file=str(f)))
+    assert "shorter than 16 characters" in err.value.problems[0]
     f.write_text("\n")
     with pytest.raises(ConfigError) as err:
         load_token(ServeConfig(token_file=str(f)))
@@ -68,7 +72,8 @@ def test_token_file(tmp_path):
 def test_bad_allow_entries_and_uris_name_their_key():
     from iris_voice.config import parse
 
-    for bad in ({"allow": ["192.168.1.0/33"]}, {"uri": "http://x:1"}, {"uri": "tcp://127.0.0.1"}):
+    bad_ones = ({"allow": ["192.168.1.0/33"]}, {"uri": "http://x:1"}, {"uri": "tcp://127.0.0.1"}, {"token": "a"})
+    for bad in bad_ones:
         with pytest.raises(ConfigError) as err:
             parse({"serve": bad})
         assert err.value.problems[0].startswith(f"serve.{next(iter(bad))}")
