@@ -24,9 +24,17 @@ hub → satellite        any time: ``timer-finished`` ``{"id": "12"}`` then the 
                        until it is dismissed: ``app.satellite_ring``)
 =====================  ==============================================================
 
+A name belongs to the connection that holds it: a second ``run-satellite`` with the same
+name is refused (``error`` code ``name-taken``) while the first satellite answers a
+``ping`` within ``PROBE_S``; one that does not (a satellite restarted after a power cut,
+its old link half-open) gives way to the new one. IRIS satellites ping the hub every few
+seconds, so the server's idle timeout keeps their links and drops dead ones.
+
 Each satellite name has its own ``Assistant`` (kitchen and office are different
-conversations, kept across reconnects) built from the same parts as the hub's own
-(``build_responder`` over the hub's tool registry), all sharing one language model through
+conversations, kept across reconnects; ``satellite.conversations`` at most, and one of a
+satellite away longer than ``satellite.conversation_idle_s`` is forgotten) built from the
+same parts as the hub's own (``build_responder`` over the hub's tool registry), all sharing one
+language model through
 ``SerialBackend``. A timer set in a satellite's turn stores that satellite's name
 (``timers.service.ORIGIN``) and rings there; while that satellite is away, the hub's own
 speaker rings it when the hub has one, else the timer stays pending in the database (so a
@@ -39,6 +47,8 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,11 +58,13 @@ from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.handle import NotHandled
+from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
 from wyoming.timer import TimerFinished as WyTimerFinished
 
 from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
+from iris_voice.app.serve_wire import printable
 from iris_voice.app.service_parts import Connection
 from iris_voice.audio.chime import chime
 from iris_voice.config import Config
@@ -73,6 +85,8 @@ STATE_KEY = "satellite"
 MAX_UTTERANCE_S = 30.0
 """The longest utterance the hub accepts; more is a satellite that never stopped."""
 _NAME = re.compile(r"^[\w .-]+$")
+PROBE_S = 2.0
+"""How long a satellite holding a name has to answer a ``ping`` when another claims it."""
 
 
 @dataclass
@@ -96,6 +110,8 @@ class Satellite:
     """The turn being answered."""
     words_only: bool = False
     """The turn ends at the transcript (``end_stage`` asr: "stop" over a ringing timer)."""
+    heard: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by every event from the satellite: a name's holder answering the probe."""
 
 
 class SatellitePart:
@@ -127,8 +143,11 @@ class SatellitePart:
         self.speech_jobs = asyncio.Semaphore(speech_jobs) if speech_jobs > 0 else None
         """Speech-model steps (a transcription, one sentence's synthesis) running at once
         across satellites (``satellite.hub_speech_jobs``; None: no bound)."""
-        self.responders: dict[str, Assistant] = {}
-        """One conversation per satellite name, kept across reconnects."""
+        self.responders: OrderedDict[str, tuple[Assistant, float]] = OrderedDict()
+        """One conversation per satellite name, kept across reconnects, with when it was
+        last used (monotonic); least recently used first."""
+        self.keep_conversations = cfg.satellite.conversations
+        self.conversation_idle_s = cfg.satellite.conversation_idle_s
         self.connected: dict[str, Satellite] = {}
         """Satellites connected now, by name."""
         self.timers: TimerService | None = None
@@ -151,6 +170,9 @@ class SatellitePart:
         sat: Satellite | None = conn.state.get(STATE_KEY)
         if sat is None:
             return False  # a plain Wyoming client: the other parts' business
+        sat.heard.set()
+        if Pong.is_type(event.type):
+            return True
         if RunPipeline.is_type(event.type):
             run = RunPipeline.from_event(event)
             self._stop_turn(sat, "a new turn")
@@ -199,17 +221,25 @@ class SatellitePart:
         if self.connected.get(sat.name) is sat:
             del self.connected[sat.name]
         log.info("satellite %s disconnected (%s)", sat.name, conn.peer)
+        self._forget_conversations()
 
     # -- satellites ---------------------------------------------------------------------
     async def _hello(self, event: Event, conn: Connection) -> None:
         data = event.data or {}
         name = str(data.get("name", "")).strip()
         if not name or len(name) > MAX_ORIGIN or not _NAME.match(name):
-            await conn.write_event(Error(text=f"bad satellite name {name!r}", code="bad-name").event())
+            bad = f"bad satellite name {printable(name, 40)}"
+            await conn.write_event(Error(text=bad, code="bad-name").event())
             return
         old = self.connected.get(name)
-        if old is not None and old.conn is not conn:  # a restarted satellite: the new link wins
-            log.info("satellite %s reconnected from %s (was %s)", name, conn.peer, old.conn.peer)
+        if old is not None and old.conn is not conn:
+            if await self._alive(old):
+                log.warning("satellite name %s claimed from %s while %s holds it; refused",
+                            name, conn.peer, old.conn.peer)  # fmt: skip
+                taken = f"a satellite named {name!r} is connected; give this one another satellite.name"
+                await conn.write_event(Error(text=taken, code="name-taken").event())
+                return
+            log.info("satellite %s reconnected from %s (%s did not answer)", name, conn.peer, old.conn.peer)
             self._stop_turn(old, "replaced")
             old.conn.state.pop(STATE_KEY, None)
         sat = Satellite(name, conn)
@@ -220,11 +250,38 @@ class SatellitePart:
         if self.timers is not None:
             self.timers.poke()  # timers it missed while away ring now
 
+    async def _alive(self, sat: Satellite) -> bool:
+        """Does the satellite holding a name still answer? A ``ping``, then any event within
+        ``PROBE_S`` (IRIS satellites and Wyoming's answer ``pong``)."""
+        sat.heard.clear()
+        try:
+            async with asyncio.timeout(PROBE_S):
+                await sat.conn.write_event(Ping(text="name-probe").event())
+                await sat.heard.wait()
+            return True
+        except (TimeoutError, ConnectionError, OSError):
+            return False
+
     def responder(self, name: str) -> Assistant:
         """The conversation of satellite ``name`` (made on its first turn)."""
-        if name not in self.responders:
-            self.responders[name] = build_responder(self.cfg, self.registry, self.publish, self.backend)
-        return self.responders[name]
+        entry = self.responders.pop(name, None)
+        assistant = (
+            entry[0] if entry else build_responder(self.cfg, self.registry, self.publish, self.backend)
+        )
+        self.responders[name] = (assistant, time.monotonic())
+        self._forget_conversations()
+        return assistant
+
+    def _forget_conversations(self) -> None:
+        """Forget conversations of satellites that are away: idle too long, or the least
+        recently used beyond ``satellite.conversations``."""
+        now = time.monotonic()
+        for name, (_assistant, used) in list(self.responders.items()):
+            if name in self.connected:
+                continue
+            if now - used > self.conversation_idle_s or len(self.responders) > self.keep_conversations:
+                del self.responders[name]
+                log.info("satellite %s: its conversation is forgotten (away)", name)
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)

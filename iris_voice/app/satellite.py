@@ -8,7 +8,10 @@ word interrupts the answer (``pause-satellite`` tells the hub). Timers set here 
 the hub sends ``timer-finished`` and the announcement's audio, which the satellite repeats
 until "stop", the wake word or ``audio.alarm_timeout_s`` (``app.satellite_ring``).
 
-A lost hub never ends the satellite: it reconnects with a growing pause (1 s doubling to
+While connected the satellite sends ``ping`` every ``PING_EVERY_S`` and answers the hub's
+(the hub closes links that stay silent, and probes a name's holder with one); a hub
+silent for ``HUB_SILENT_S`` counts as lost. A lost hub never ends the satellite: it
+reconnects with a growing pause (1 s doubling to
 ``satellite.reconnect_max_s``), logs one line when the hub goes and one when it is back,
 and a question asked meanwhile gets two falling chimes instead of an answer (there is no
 voice here to say so).
@@ -27,6 +30,7 @@ import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
+from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
@@ -48,6 +52,10 @@ log = logging.getLogger(__name__)
 SEND_SAMPLES = 1600
 """Samples per ``audio-chunk`` sent to the hub (100 ms at 16 kHz)."""
 CHIME_RATE = 22050
+PING_EVERY_S = 10.0
+"""How often the satellite pings the hub: well inside the hub's ``serve.idle_timeout_s``."""
+HUB_SILENT_S = 35.0
+"""A hub that answered no ping for this long is gone (a link left half-open)."""
 
 
 def satellite_name(cfg: Config, name: str | None = None) -> str:
@@ -86,6 +94,8 @@ class SatelliteClient:
         self._playing = False
         self._rate = 22050
         self._last_event = 0.0
+        self._last_heard = 0.0
+        """When the hub last sent anything (pongs too): its link is alive."""
         self._lost_since: float | None = None
         self._words_only = False  # the turn under way asks the hub for the words only
         self.alarm = SatelliteAlarm(cfg.audio, sink, listener.alarm_ringing, self._ring_playing)
@@ -152,11 +162,15 @@ class SatelliteClient:
             else:
                 log.info("connected to the hub at %s:%s as %r", self.host, self.port, self.name)
             self._lost_since = None
+            self._last_heard = time.monotonic()
+            keepalive = asyncio.get_running_loop().create_task(self._keepalive(client), name="hub-ping")
             try:
                 await self._read(client)
                 reason = "the hub closed the connection"
             except (OSError, ConnectionError) as exc:
                 reason = str(exc) or type(exc).__name__
+            finally:
+                keepalive.cancel()
             self.client = None
             self.connected.clear()
             with contextlib.suppress(Exception):
@@ -173,13 +187,31 @@ class SatelliteClient:
             self._end_turn()
             asyncio.get_running_loop().create_task(self._chimes(), name="error-chimes")
 
+    async def _keepalive(self, client: AsyncTcpClient) -> None:
+        """Ping the hub; a hub that stays silent is disconnected (``_link`` reconnects)."""
+        while True:
+            await asyncio.sleep(PING_EVERY_S)
+            if time.monotonic() - self._last_heard > HUB_SILENT_S:
+                log.warning("the hub answered nothing for %.0f s; reconnecting", HUB_SILENT_S)
+                with contextlib.suppress(Exception):
+                    await client.disconnect()
+                return
+            await self._send(Ping().event())
+
     async def _read(self, client: AsyncTcpClient) -> None:
         while (event := await client.read_event()) is not None:
-            self._last_event = time.monotonic()
+            self._last_heard = time.monotonic()
+            if not (Ping.is_type(event.type) or Pong.is_type(event.type)):
+                self._last_event = self._last_heard  # a reply's progress: pings are not
             await self._on_event(event)
 
     async def _on_event(self, event: Event) -> None:
         kind = event.type
+        if Ping.is_type(kind):
+            await self._send(Pong(text=Ping.from_event(event).text).event())
+            return
+        if Pong.is_type(kind):
+            return
         if kind == "transcript":
             self._skip = False
             text = (event.data or {}).get("text", "")

@@ -1,12 +1,20 @@
 """``iris serve``: IRIS as a Wyoming server on one port, its jobs done by ``ServicePart``s.
 
 Per connection a ``ServeHandler`` (the ``wyoming`` package's ``AsyncEventHandler``) reads
-events within bounds (header line, data and payload sizes; a read timeout while an audio
-or text stream is half received), lets the trust gates (``serve_trust``) judge each one,
-answers ``describe`` with an ``info`` merged from every part's ``describe()``, and offers
-every other event to the parts in order until one takes it. An event no part takes is
-logged at debug and ignored, as Wyoming servers do. Writes are serialized per
-connection; handler tasks are tracked and cancelled on shutdown.
+events within bounds (``serve_wire``), lets the trust gates (``serve_trust``) judge each
+one, answers ``describe`` with an ``info`` merged from every part's ``describe()`` and
+``ping`` with ``pong``, and offers every other event to the parts in order until one takes
+it. An event no part takes is logged at debug and ignored, as Wyoming servers do. Writes
+are serialized per connection; handler tasks are tracked and cancelled on shutdown.
+
+No connection can hold a slot for nothing. A new connection is *pending* until it is
+admitted — past the gates, with its first event other than ``describe``/``ping`` — and
+must get there within ``serve.auth_timeout_s``; pending connections have their own small
+pool (``serve.max_pending``) in which a newcomer closes the oldest, so strangers that
+connect and wait can never lock out a client that talks at once. Admitted connections
+(``serve.max_clients``) may stay silent ``serve.idle_timeout_s`` between events
+(``serve.read_timeout_s`` inside an audio or text stream). Any exception a connection
+raises becomes an ``error`` event and one log line.
 
 The part list comes from ``serve_parts.service_parts`` — the same for ``iris serve`` (the
 headless hub) and for the desktop daemon with ``serve.enabled``.
@@ -24,21 +32,26 @@ from typing import Any
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe, Info
+from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler, AsyncServer
 
-from iris_voice.app.serve_trust import TokenGate, not_allowed, peer_allowed
+from iris_voice.app.serve_trust import (
+    AUTH_FAIL_DELAY_S,
+    RefusalLog,
+    TokenGate,
+    is_local_peer,
+    not_allowed,
+    other_user,
+    peer_allowed,
+    peer_uid,
+    same_user,
+)
+from iris_voice.app.serve_wire import ProtocolViolation, printable, read_event
 from iris_voice.app.service_parts import Connection, ServicePart
 from iris_voice.config import ServeConfig
-from iris_voice.safejson import loads_object
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 64 * 1024
-"""Longest JSON header line (asyncio's stream limit, which ``wyoming`` relies on too)."""
-MAX_DATA = 256 * 1024
-"""Largest ``data`` block an event may carry (an ``info`` is a few kB)."""
-MAX_PAYLOAD = 1024 * 1024
-"""Largest payload (an audio chunk is usually 2–8 kB)."""
 STREAM_OPEN = {"audio-start": True, "audio-stop": False, "synthesize-start": True, "synthesize-stop": False}
 """Events that open and close a stream: while one is open, every read has a timeout."""
 STOP_TIMEOUT_S = 3.0
@@ -49,42 +62,6 @@ must not hold a turn, or the connection's write lock, for ever)."""
 
 class ClientStalled(ConnectionResetError):
     """The client left an event unread for ``WRITE_TIMEOUT_S``: it counts as gone."""
-
-
-class ProtocolViolation(Exception):
-    """The client sent something that is not a Wyoming event within IRIS's bounds."""
-
-
-async def read_event(reader: asyncio.StreamReader) -> Event | None:
-    """One event, like ``wyoming.event.async_read_event`` but bounded; None at end of stream.
-    Raises ``ProtocolViolation`` for an oversized or malformed event."""
-    try:
-        line = await reader.readline()
-    except ValueError as exc:  # asyncio's limit: a header line longer than MAX_LINE
-        raise ProtocolViolation(f"header line too long ({exc})") from None
-    if not line:
-        return None
-    try:
-        header = loads_object(line)
-        kind = header["type"]
-        data = header.get("data") or {}
-        data_length = int(header.get("data_length") or 0)
-        payload_length = int(header.get("payload_length") or 0)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProtocolViolation(f"not a Wyoming event: {exc}") from None
-    if not isinstance(kind, str) or not isinstance(data, dict):
-        raise ProtocolViolation("an event needs a string type and an object of data")
-    if not 0 <= data_length <= MAX_DATA or not 0 <= payload_length <= MAX_PAYLOAD:
-        sizes = f"data {data_length} / payload {payload_length} bytes"
-        raise ProtocolViolation(f"{kind}: {sizes} is over the limit")
-    if data_length:
-        try:
-            more = loads_object(await reader.readexactly(data_length))
-        except ValueError as exc:
-            raise ProtocolViolation(f"{kind}: data is not a JSON object: {exc}") from None
-        data = {**data, **more}
-    payload = await reader.readexactly(payload_length) if payload_length else None
-    return Event(type=kind, data=data, payload=payload)
 
 
 def build_info(parts: Sequence[ServicePart]) -> Info:
@@ -115,6 +92,8 @@ class ServeHandler(AsyncEventHandler):
         self.conn = Connection(label, self._write, {})
         self.gate = TokenGate(service.token)
         self.connected_at = time.time()
+        self.admitted = False
+        """Past the gates with a first real event: counted in ``max_clients``, not pending."""
         self._stream_open = False
 
     async def _write(self, event: Event) -> None:
@@ -126,28 +105,14 @@ class ServeHandler(AsyncEventHandler):
                 raise ClientStalled(f"read nothing for {WRITE_TIMEOUT_S:g} s") from None
 
     async def run(self) -> None:
-        """Serve this client until it leaves, breaks the protocol, stalls mid-stream or is refused."""
+        """Serve this client until it leaves, breaks the protocol, stalls, idles or is refused."""
         svc = self.service
         task = asyncio.current_task()
         if task is not None:
             svc._tasks.add(task)
         try:
-            if not await self._admit():
-                return
-            svc.clients[self.conn.peer] = self
-            log.debug("wyoming client %s connected", self.conn.peer)  # Home Assistant: one per request
-            while True:
-                timeout = svc.cfg.read_timeout_s if self._stream_open else None
-                try:
-                    async with asyncio.timeout(timeout):
-                        event = await read_event(self.reader)
-                except TimeoutError:
-                    log.warning("wyoming client %s sent nothing for %.0f s in the middle of a stream",
-                                self.conn.peer, timeout)  # fmt: skip
-                    await self._error(f"nothing received for {timeout:.0f} s mid-stream", "timeout")
-                    break
-                if event is None or not await self.handle_event(event):
-                    break
+            if await self._admit():
+                await self._serve()
         except ProtocolViolation as exc:
             log.warning("wyoming client %s: %s; disconnecting", self.conn.peer, exc)
             await self._error(str(exc), "bad-event")
@@ -155,7 +120,12 @@ class ServeHandler(AsyncEventHandler):
             log.warning("wyoming client %s %s; disconnecting", self.conn.peer, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             log.debug("wyoming client %s went away", self.conn.peer)
+        except Exception as exc:  # never "Task exception was never retrieved": one line and an error
+            log.error("wyoming client %s: %s: %s; disconnecting", self.conn.peer, type(exc).__name__,
+                      printable(exc, 200))  # fmt: skip
+            await self._error("the service failed on this connection", "internal")
         finally:
+            svc.pending.pop(self.conn.peer, None)
             if svc.clients.pop(self.conn.peer, None) is not None:
                 log.debug("wyoming client %s disconnected", self.conn.peer)
             await self.disconnect()
@@ -163,38 +133,76 @@ class ServeHandler(AsyncEventHandler):
             if task is not None:
                 svc._tasks.discard(task)
 
+    async def _serve(self) -> None:
+        svc, cfg = self.service, self.service.cfg
+        loop = asyncio.get_running_loop()
+        svc.hold_pending(self)
+        admit_by = loop.time() + cfg.auth_timeout_s
+        while True:
+            if not self.admitted:
+                timeout, what = max(admit_by - loop.time(), 0.0), "before being admitted"
+            elif self._stream_open:
+                timeout, what = cfg.read_timeout_s, "in the middle of a stream"
+            else:
+                timeout, what = cfg.idle_timeout_s, "between events"
+            try:
+                async with asyncio.timeout(timeout):
+                    event = await read_event(self.reader)
+            except TimeoutError:
+                if self.admitted:
+                    log.info("wyoming client %s sent nothing for %.0f s %s; disconnecting",
+                             self.conn.peer, timeout, what)  # fmt: skip
+                await self._error(f"nothing received for {timeout:.0f} s {what}", "timeout")
+                return
+            if event is None or not await self.handle_event(event):
+                return
+
     async def _admit(self) -> bool:
+        """The allow-list and, for a client on this machine, who it runs as."""
         svc = self.service
         if not peer_allowed(self.host, svc.networks):
-            svc.refused += 1
-            log.warning("wyoming client %s refused: not in serve.allow", self.conn.peer)
+            svc.refuse(self.host or "local", f"{self.conn.peer} not in serve.allow")
             await self._send_quietly(not_allowed(self.host))
             return False
-        if len(svc.clients) >= svc.cfg.max_clients:
-            svc.refused += 1
-            log.warning("wyoming client %s refused: serve.max_clients (%d) connected", self.conn.peer,
-                        svc.cfg.max_clients)  # fmt: skip
-            await self._send_quietly(Error(text="too many clients", code="busy").event())
-            return False
+        if is_local_peer(self.host):
+            sock = self.writer.get_extra_info("socket")
+            peer, here = self.writer.get_extra_info("peername"), self.writer.get_extra_info("sockname")
+            uid = await asyncio.to_thread(peer_uid, sock, peer, here)
+            if not same_user(uid) and not svc.token:
+                svc.refuse(
+                    f"uid {uid}", f"{self.conn.peer} runs as another user (uid {uid}) and there is no token"
+                )
+                await self._send_quietly(other_user(uid))
+                return False
         return True
 
     async def handle_event(self, event: Event) -> bool:
-        """Gate, ``describe``, then the parts; False closes the connection."""
+        """Gate, admission, ``describe`` and ``ping``, then the parts; False closes the connection."""
         svc = self.service
         passed, answer = self.gate.check(event)
         if answer is not None:
-            await self._write(answer)
             if answer.type == "error":
-                svc.refused += 1
-                log.warning("wyoming client %s refused: %s", self.conn.peer, answer.data.get("text"))
+                svc.pending.pop(self.conn.peer, None)  # waiting out its refusal holds no slot
+                svc.refuse(
+                    self.host or "local", f"{self.conn.peer}: {printable(answer.data.get('text'), 120)}"
+                )
+                await asyncio.sleep(AUTH_FAIL_DELAY_S)  # a guess costs time
+                await self._send_quietly(answer)
                 return False
+            await self._write(answer)
         if not passed:
             return True
-        if event.type in STREAM_OPEN:
-            self._stream_open = STREAM_OPEN[event.type]
         if Describe.is_type(event.type):
             await self._write(build_info(svc.parts).event())
             return True
+        if Ping.is_type(event.type):
+            await self._write(Pong(text=Ping.from_event(event).text).event())
+            return True
+        if not self.admitted and not svc.admit(self):
+            await self._send_quietly(Error(text="too many clients", code="busy").event())
+            return False
+        if event.type in STREAM_OPEN:
+            self._stream_open = STREAM_OPEN[event.type]
         for part in svc.parts:
             try:
                 if await part.handle(event, self.conn):
@@ -202,11 +210,15 @@ class ServeHandler(AsyncEventHandler):
             except (ConnectionError, asyncio.CancelledError):
                 raise
             except Exception as exc:
-                name = type(part).__name__
-                log.exception("wyoming %s from %s failed in %s", event.type, self.conn.peer, name)
-                await self._error(f"{event.type} failed: {exc}", getattr(exc, "code", "") or "failed")
+                name, kind = type(part).__name__, printable(event.type)
+                log.error("wyoming %s from %s failed in %s: %s: %s", kind, self.conn.peer, name,
+                          type(exc).__name__, printable(exc, 200))  # fmt: skip
+                log.debug("the failure's traceback", exc_info=True)
+                await self._error(
+                    f"{kind} failed: {printable(exc, 200)}", getattr(exc, "code", "") or "failed"
+                )
                 return True
-        log.debug("wyoming %s from %s: no part takes it; ignored", event.type, self.conn.peer)
+        log.debug("wyoming %s from %s: no part takes it; ignored", printable(event.type), self.conn.peer)
         return True
 
     async def disconnect(self) -> None:
@@ -217,6 +229,12 @@ class ServeHandler(AsyncEventHandler):
             except Exception:
                 log.exception("%s.closed failed for %s", type(part).__name__, self.conn.peer)
         self.conn.state.clear()
+
+    def evict(self) -> None:
+        """Close a pending connection to make room for a newer one (its reads see the end)."""
+        log.debug("wyoming client %s closed before being admitted: a newer connection needs its slot",
+                  self.conn.peer)  # fmt: skip
+        self.writer.close()
 
     async def _error(self, text: str, code: str) -> None:
         await self._send_quietly(Error(text=text, code=str(code)).event())
@@ -239,7 +257,10 @@ class WyomingService:
         self.token = token
         self.networks = cfg.networks()
         self.clients: dict[str, ServeHandler] = {}
-        """Connected clients by ``host:port``."""
+        """Admitted clients by ``host:port``."""
+        self.pending: dict[str, ServeHandler] = {}
+        """Connections not yet admitted, oldest first."""
+        self.refusals = RefusalLog()
         self.refused = 0
         """Connections and events refused by the gates since start."""
         self.accepted = 0
@@ -248,6 +269,33 @@ class WyomingService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._server: AsyncServer | None = None
         self._advert: Any = None
+
+    def hold_pending(self, handler: ServeHandler) -> None:
+        """Count ``handler`` as pending; the oldest pending one is closed when the pool is full."""
+        while len(self.pending) >= self.cfg.max_pending:
+            _, oldest = next(iter(self.pending.items()))
+            del self.pending[oldest.conn.peer]
+            oldest.evict()
+        self.pending[handler.conn.peer] = handler
+
+    def admit(self, handler: ServeHandler) -> bool:
+        """Move ``handler`` from pending to the clients; False when ``max_clients`` are in."""
+        self.pending.pop(handler.conn.peer, None)
+        if len(self.clients) >= self.cfg.max_clients:
+            self.refuse(
+                handler.host or "local",
+                f"{handler.conn.peer}: serve.max_clients ({self.cfg.max_clients}) connected",
+            )
+            return False
+        handler.admitted = True
+        self.clients[handler.conn.peer] = handler
+        log.debug("wyoming client %s admitted", handler.conn.peer)  # Home Assistant: one per request
+        return True
+
+    def refuse(self, peer: str, why: str) -> None:
+        """Count a refusal and log it (once per peer per minute)."""
+        self.refused += 1
+        self.refusals.warn(peer, why)
 
     async def start(self) -> None:
         """Bind and accept clients in the background (raises OSError when the address is taken)."""
@@ -303,7 +351,8 @@ class WyomingService:
             "zeroconf": self.zeroconf_state,
             "refused": self.refused,
             "clients": [
-                {"peer": peer, "connected_s": round(now - h.connected_at, 1), "authenticated": h.gate.passed}
-                for peer, h in self.clients.items()
-            ],
+                {"peer": peer, "connected_s": round(now - h.connected_at, 1), "authenticated": h.gate.passed,
+                 "admitted": h.admitted}
+                for peer, h in [*self.clients.items(), *self.pending.items()]
+            ],  # fmt: skip
         }

@@ -101,7 +101,7 @@ async def test_two_satellites_at_once_keep_their_own_conversations(hub) -> None:
     assert "I remember 1 earlier" in kr and "I remember 1 earlier" in orep  # only their own
     assert backend.most == 1  # the model ran one request at a time
     for name in ("kitchen", "office"):
-        said = [m["content"] for m in part.responders[name].conversation.messages() if m["role"] == "user"]
+        said = [m["content"] for m in part.responders[name][0].conversation.messages() if m["role"] == "user"]
         assert said == [f"{name} one?", f"{name} two?"]
 
 

@@ -167,7 +167,7 @@ async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(
         await wait_for(lambda: sat.answers >= 1 and part.turns[-1][1].text.endswith("Tokyo?"))
         # the story's turn was stopped on the hub too (pause-satellite) unless it had ended
         assert [r.text for _name, r in part.turns][-1] == "What time is it in Tokyo?"
-        history = part.responders["kitchen"].conversation.messages()
+        history = part.responders["kitchen"][0].conversation.messages()
         asked = [m["content"] for m in history if m["role"] == "user"]
         assert asked[-1] == "What time is it in Tokyo?"
     finally:

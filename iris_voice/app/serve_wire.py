@@ -1,0 +1,83 @@
+"""Wyoming events off the wire within IRIS's bounds, and client text made safe to log.
+
+``read_event`` is ``wyoming.event.async_read_event`` with limits: a header line, a data
+block and a payload each have a largest size, and every value a client controls is
+checked for its type before it is used, so a malformed event is a ``ProtocolViolation``
+(an ``error`` to the client) and never an exception the handler did not expect.
+``printable`` is what any client-chosen string (an event type, a satellite name) goes
+through before it reaches the log: one line, bounded, control characters escaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from wyoming.event import Event
+
+from iris_voice.safejson import loads_object
+
+MAX_LINE = 64 * 1024
+"""Longest JSON header line (asyncio's stream limit, which ``wyoming`` relies on too)."""
+MAX_DATA = 256 * 1024
+"""Largest ``data`` block an event may carry (an ``info`` is a few kB)."""
+MAX_PAYLOAD = 1024 * 1024
+"""Largest payload (an audio chunk is usually 2–8 kB)."""
+MAX_TYPE_CHARS = 64
+"""Longest event type (Wyoming's longest is ``synthesize-start``-like, under 32)."""
+LOG_CHARS = 64
+"""Longest client-chosen string written to the log."""
+
+
+class ProtocolViolation(Exception):
+    """The client sent something that is not a Wyoming event within IRIS's bounds."""
+
+
+def printable(text: object, limit: int = LOG_CHARS) -> str:
+    """``text`` as one bounded log-safe line: control and separator characters escaped
+    (a newline cannot forge a log line), cut at ``limit`` characters with the length said."""
+    text = str(text)
+    cut = text[:limit]
+    safe = "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode() for c in cut
+    )
+    return safe if len(text) <= limit else f"{safe}…({len(text)} chars)"
+
+
+def _length(header: dict[str, object], key: str) -> int:
+    value = header.get(key) or 0
+    # bool is an int, a float may be Infinity (OverflowError): only a plain int is a length.
+    if type(value) is not int:
+        raise ProtocolViolation(f"{key} must be a whole number, not {printable(value, 24)}")
+    return value
+
+
+async def read_event(reader: asyncio.StreamReader) -> Event | None:
+    """One event, bounded; None at end of stream. Raises ``ProtocolViolation`` for an
+    oversized or malformed event."""
+    try:
+        line = await reader.readline()
+    except ValueError as exc:  # asyncio's limit: a header line longer than MAX_LINE
+        raise ProtocolViolation(f"header line too long ({exc})") from None
+    if not line:
+        return None
+    try:
+        header = loads_object(line)
+    except ValueError as exc:
+        raise ProtocolViolation(f"not a Wyoming event: {printable(exc)}") from None
+    kind, data = header.get("type"), header.get("data") or {}
+    if not isinstance(kind, str) or not kind or len(kind) > MAX_TYPE_CHARS or not isinstance(data, dict):
+        raise ProtocolViolation("an event needs a short string type and an object of data")
+    data_length, payload_length = _length(header, "data_length"), _length(header, "payload_length")
+    if not 0 <= data_length <= MAX_DATA or not 0 <= payload_length <= MAX_PAYLOAD:
+        sizes = f"data {data_length} / payload {payload_length} bytes"
+        raise ProtocolViolation(f"{printable(kind)}: {sizes} is over the limit")
+    if data_length:
+        try:
+            more = loads_object(await reader.readexactly(data_length))
+        except ValueError as exc:
+            raise ProtocolViolation(
+                f"{printable(kind)}: data is not a JSON object: {printable(exc)}"
+            ) from None
+        data = {**data, **more}
+    payload = await reader.readexactly(payload_length) if payload_length else None
+    return Event(type=kind, data=data, payload=payload)
