@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -23,14 +22,13 @@ from wyoming.info import AsrModel, AsrProgram, HandleModel, HandleProgram
 
 from iris_voice import __version__
 from iris_voice.app.hub import SatellitePart
+from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
 from iris_voice.app.serve_info import IRIS, OLLAMA, WHISPER, languages
 from iris_voice.app.serve_tts import TtsPart
 from iris_voice.app.service_parts import Connection, ServicePart
-from iris_voice.audio import SAMPLE_RATE
-from iris_voice.audio.resample import resample, to_int16
 from iris_voice.conversation.responder import Responder
 from iris_voice.errors import IrisError, LlmError
-from iris_voice.speech.stt import Transcriber, as_float32
+from iris_voice.speech.stt import Transcriber
 
 if TYPE_CHECKING:
     from iris_voice.app.assembly import App
@@ -41,8 +39,6 @@ log = logging.getLogger(__name__)
 HANDLE_STREAM_KEY = "handled_streaming"
 """A ``transcript``'s ``context`` with this key true asks for ``handled-start/chunk/stop``."""
 NOT_REACHABLE = "My language model is not reachable right now."
-RATES = (8000, 96000)
-"""Sample rates a client may send (inclusive)."""
 
 
 @dataclass
@@ -50,12 +46,11 @@ class _Utterance:
     """Audio of one ``transcribe`` being received."""
 
     language: str | None
-    rate: int = 0
-    channels: int = 1
-    started: bool = False
-    overflow: bool = False
-    samples: int = 0
-    blocks: list[np.ndarray] = field(default_factory=list)
+    fmt: tuple[int, int, int] | None = None
+    """``(rate, width, channels)`` of the ``audio-start``; None before it."""
+    intake: AudioIntake | None = None
+    skipped: int = 0
+    """Chunks dropped for a format that is not the stream's (logged once)."""
 
 
 class AsrPart:
@@ -64,7 +59,9 @@ class AsrPart:
     Only audio that follows a ``transcribe`` is this part's (a satellite's microphone
     stream is another part's). The client's audio (16-bit PCM, any rate from 8 to 96 kHz,
     mono or stereo) is mixed to mono and resampled to 16 kHz; more than
-    ``max_utterance_s`` is refused with an ``error`` and dropped.
+    ``max_utterance_s`` is refused with an ``error`` and dropped. An ``audio-start`` with
+    another format is answered with an ``error`` (``bad-audio``); a chunk whose format is
+    not the stream's (or not a format at all) is skipped.
     """
 
     KEY = "asr"
@@ -91,61 +88,63 @@ class AsrPart:
         """Take ``transcribe`` and the audio after it."""
         utt: _Utterance | None = conn.state.get(self.KEY)
         if Transcribe.is_type(event.type):
-            conn.state[self.KEY] = _Utterance(Transcribe.from_event(event).language)
+            language = Transcribe.from_event(event).language
+            conn.state[self.KEY] = _Utterance(language if isinstance(language, str) and language else None)
             return True
         if utt is None:
             return False
         if AudioStart.is_type(event.type):
-            return await self._start(AudioStart.from_event(event), utt, conn)
-        if AudioChunk.is_type(event.type) and utt.started:
-            self._add(AudioChunk.from_event(event), utt, conn)
-            if utt.overflow and utt.blocks:
-                utt.blocks.clear()
-                limit = f"more than serve.max_utterance_s = {self.max_utterance_s:g} s of audio"
-                log.warning("wyoming client %s sent %s; dropped", conn.peer, limit)
-                await conn.write_event(Error(text=limit, code="too-long").event())
+            return await self._start(event, utt, conn)
+        if AudioChunk.is_type(event.type) and utt.intake is not None:
+            await self._add(event, utt, conn)
             return True
-        if AudioStop.is_type(event.type) and utt.started:
+        if AudioStop.is_type(event.type) and utt.intake is not None:
             del conn.state[self.KEY]
-            if not utt.overflow:
-                text = await self._transcribe(utt)
+            if not utt.intake.overflow:
+                text = await self._transcribe(utt.intake)
                 log.info("wyoming transcribe for %s: %r", conn.peer, text)
                 await conn.write_event(Transcript(text=text, language=utt.language or self.language).event())
             return True
         return False
 
-    async def _start(self, start: AudioStart, utt: _Utterance, conn: Connection) -> bool:
-        if start.width != 2 or start.channels not in (1, 2) or not RATES[0] <= start.rate <= RATES[1]:
+    async def _start(self, event: Event, utt: _Utterance, conn: Connection) -> bool:
+        try:
+            utt.fmt = audio_format(event.data)
+        except AudioFormatError as exc:
             del conn.state[self.KEY]
-            why = f"unsupported audio {start.rate} Hz, {start.width * 8}-bit, {start.channels} channels"
-            error = Error(text=f"{why}: send 16-bit mono or stereo PCM", code="bad-audio")
+            log.info("wyoming client %s: %s", conn.peer, exc)
+            error = Error(text=f"{exc}: send 16-bit mono or stereo PCM at 8-96 kHz", code="bad-audio")
             await conn.write_event(error.event())
             return True
-        utt.rate, utt.channels, utt.started = start.rate, start.channels, True
+        rate, _width, channels = utt.fmt
+        # A second audio-start begins the utterance's audio again.
+        utt.intake = AudioIntake(rate, channels, self.max_utterance_s)
         return True
 
-    def _add(self, chunk: AudioChunk, utt: _Utterance, conn: Connection) -> None:
-        if utt.overflow:
+    async def _add(self, event: Event, utt: _Utterance, conn: Connection) -> None:
+        """One chunk: O(its size) on the event loop — a format check and one append."""
+        intake = utt.intake
+        if intake is None or intake.overflow:
             return
         # The chunk's own format must be the stream's: a mismatch would be noise.
-        if chunk.rate != utt.rate or chunk.width != 2 or chunk.channels != utt.channels:
-            log.debug("wyoming client %s: chunk format differs from audio-start; skipped", conn.peer)
+        try:
+            same = audio_format(event.data) == utt.fmt
+        except AudioFormatError:
+            same = False
+        if not same:
+            if not utt.skipped:
+                log.info("wyoming client %s: chunk format differs from audio-start; skipped", conn.peer)
+            utt.skipped += 1
             return
-        usable = len(chunk.audio) - len(chunk.audio) % (2 * utt.channels)
-        pcm = np.frombuffer(chunk.audio[:usable], dtype="<i2").reshape(-1, utt.channels)
-        utt.samples += len(pcm)
-        if utt.samples > self.max_utterance_s * utt.rate:
-            utt.overflow = True
-            return
-        utt.blocks.append(to_int16(pcm))
+        if not intake.add(event.payload or b""):
+            limit = f"more than serve.max_utterance_s = {self.max_utterance_s:g} s of audio"
+            log.warning("wyoming client %s sent %s; dropped", conn.peer, limit)
+            await conn.write_event(Error(text=limit, code="too-long").event())
 
-    async def _transcribe(self, utt: _Utterance) -> str:
-        if not utt.blocks:
+    async def _transcribe(self, intake: AudioIntake) -> str:
+        if intake.frames == 0:
             return ""
-        pcm = np.concatenate(utt.blocks)
-        utt.blocks.clear()
-        audio = await asyncio.to_thread(resample, pcm, utt.rate, SAMPLE_RATE)
-        return await self.stt.transcribe(as_float32(audio))
+        return await self.stt.transcribe(await intake.to_16k_mono("float32"))
 
     async def closed(self, conn: Connection) -> None:
         """Drop a half-received utterance."""
@@ -256,6 +255,8 @@ def service_parts(
         parts.append(satellites)
         limit = cfg.serve.max_utterance_s
         parts.append(AsrPart(eng.stt, language=cfg.stt.language, max_utterance_s=limit))
-        parts.append(TtsPart(eng.tts, language=cfg.stt.language))
+        parts.append(
+            TtsPart(eng.tts, language=cfg.stt.language, max_synthesize_chars=cfg.serve.max_synthesize_chars)
+        )
     parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
     return parts

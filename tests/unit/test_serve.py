@@ -349,3 +349,45 @@ async def test_doctor_checks_a_satellites_hub_and_its_token(tmp_path):
     assert right == [(True, f"satellite hub: {uri} answers (iris)")]
     assert wrong[0][0] is False and "refuses satellite.token" in wrong[0][1]
     assert gone[0][0] is False and gone[0][1].startswith("satellite hub: satellite.hub: cannot connect")
+
+
+async def test_bad_audio_over_the_wire_gets_errors_and_the_next_transcription_works(tmp_path):
+    stt = FakeStt("the second one")
+    tone = (np.sin(np.arange(48000) * 2 * np.pi * 440 / 48000) * 8000).astype(np.int16)
+    stereo = np.stack([tone, tone], axis=1).reshape(-1)
+    async with serving(tmp_path, stt=stt) as (_svc, port, _app), AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Transcribe().event())
+        await client.write_event(AudioStart(1, 2, 1).event())  # 1 Hz: refused
+        refused = await read_until(client, "error")
+        await client.write_event(Transcribe().event())
+        events = _audio_events(stereo, 48000, channels=2)
+        for data in (
+            {"rate": "48000", "width": 2, "channels": 2},
+            {"rate": 10**30, "width": 10**9, "channels": 2},
+        ):
+            events.insert(2, Event("audio-chunk", data, b"\1\0" * 512))  # skipped, never raised on
+        for event in events:
+            await client.write_event(event)
+        answer = await read_until(client, "transcript", "error")
+    assert refused[-1].data["code"] == "bad-audio" and "audio rate 1 " in refused[-1].data["text"]
+    assert Transcript.from_event(answer[-1]).text == "the second one"
+    (audio,) = stt.audio
+    assert audio.dtype == np.float32 and abs(len(audio) - 16000) <= 16  # 1 s of 16 kHz mono
+
+
+async def test_synthesize_refuses_text_that_is_not_a_short_string_and_serves_on(tmp_path):
+    async with serving(tmp_path, max_synthesize_chars=20) as (_svc, port, app):
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            errors = []
+            for text in (123, ["a"], "A sentence longer than twenty."):
+                await client.write_event(Event("synthesize", {"text": text}))
+                errors.append((await read_until(client, "error", "audio-start"))[-1])
+            await client.write_event(Synthesize(text="Short enough.").event())
+            spoken = await read_until(client, "audio-stop", "error")
+            said = list(app.engines.tts.spoken)
+    assert [(e.type, e.data["code"]) for e in errors] == [("error", "bad-text")] * 2 + [("error", "too-long")]
+    assert (
+        "must be a string" in errors[0].data["text"]
+        and "serve.max_synthesize_chars = 20" in errors[2].data["text"]
+    )
+    assert spoken[0].type == "audio-start" and spoken[-1].type == "audio-stop" and said == ["Short enough."]
