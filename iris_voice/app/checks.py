@@ -5,8 +5,9 @@ what a value refers to: tool names, the timers database, the boost planner's key
 server commands and working folders, the Wyoming service's token file and socket, and
 the speech models. A path that must be writable is tried (a probe file made and
 removed), never asked with ``os.access``, which says yes to root for paths no one can
-write. ``iris check-config`` runs all of them, and every entry point runs the ones its
-parts need before it builds them (``assembly``), so a configuration that
+write; so is the address a serving configuration listens on (``bind_problem``: bound
+and released). ``iris check-config`` runs all of them, and every entry point runs the
+ones its parts need before it builds them (``assembly``), so a configuration that
 ``check-config`` passes is one IRIS accepts. Each problem is a ``key: reason`` line,
 like the schema's.
 """
@@ -14,8 +15,11 @@ like the schema's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import socket
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +34,12 @@ from iris_voice.tools.builtin import declared_names, name_problems
 
 _SUN_PATH_MAX = 108
 """Linux's limit on a Unix socket path (``sun_path``), its final NUL included."""
+UNIX_PROBE_TIMEOUT_S = 2.0
+"""How long a connection to a socket file may take to say whether a server is behind it."""
+IN_USE = (
+    "the address is in use, by another program or by an IRIS already serving there "
+    "(iris serve, or iris run with serve.enabled)"
+)
 
 
 def _first_existing(path: Path) -> Path:
@@ -104,9 +114,23 @@ def timers_db_problem(cfg: Config) -> str | None:
     return None
 
 
+def socket_folder_problem(folder: Path) -> str | None:
+    """Why a ``unix://`` socket cannot be made in ``folder``, or None (tried: ``folder_problem``).
+
+    Start-up makes a missing folder when its parent exists (``runtime.prepare_serve``, mode
+    0700), as ``/run/user/UID/iris-wyoming`` is expected to appear; two or more missing
+    levels are refused, so a mistyped path grows no tree of folders.
+    """
+    base = _first_existing(folder)
+    if base.is_dir() and len(folder.parts) - len(base.parts) > 1:
+        return f"the folder {folder.parent} does not exist"
+    return folder_problem(folder, create=True)
+
+
 def serve_problems(cfg: Config) -> list[str]:
     """The ``[serve]`` files: ``token_file`` must hold a token, a ``unix://`` socket must be
-    creatable in its (existing: the server does not make it) folder."""
+    creatable in its folder (see ``socket_folder_problem``), and a file already at its
+    path must be a socket: the server deletes what is there to listen."""
     out = []
     if cfg.serve.token_file:
         from iris_voice.app.serve_trust import load_token  # imports wyoming: only when needed
@@ -122,9 +146,94 @@ def serve_problems(cfg: Config) -> list[str]:
             out.append(f"serve.uri: the socket path {sock} is longer than {_SUN_PATH_MAX - 1} bytes")
         elif sock.is_dir():
             out.append(f"serve.uri: {sock} is a directory, not a socket path")
-        elif problem := folder_problem(sock.parent, create=False):
+        elif os.path.lexists(sock) and not stat.S_ISSOCK(os.lstat(sock).st_mode):
+            out.append(f"serve.uri: {sock} is not a socket, and the server would delete it to listen there")
+        elif problem := socket_folder_problem(sock.parent):
             out.append(f"serve.uri: the socket {sock} cannot be created ({problem})")
     return out
+
+
+def bind_reason(exc: OSError, host: str | None = None, port: int | None = None) -> str:
+    """Why binding failed, for people: the errno's meaning for a listening address."""
+    if isinstance(exc, socket.gaierror):
+        return f"the host {host} cannot be resolved ({exc.strerror or exc})"
+    if exc.errno == errno.EADDRINUSE:
+        return IN_USE
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine"
+    if exc.errno == errno.EACCES and port is not None and port < 1024:
+        return f"port {port} is below 1024, which only root (or CAP_NET_BIND_SERVICE) may listen on"
+    return exc.strerror or str(exc)
+
+
+def bind_error(uri: str, exc: OSError) -> ConfigError:
+    """The refusal of ``serve.uri`` when the server's own bind failed (``exc``): the same
+    line as ``bind_problem``'s, so ``iris serve`` exits 78 with the key named, no traceback."""
+    parsed = urlparse(uri)
+    host, port = (parsed.hostname, parsed.port) if parsed.scheme == "tcp" else (None, None)
+    return ConfigError([f"serve.uri: cannot listen at {uri}: {bind_reason(exc, host, port)}"])
+
+
+def _tcp_bind(host: str, port: int) -> None:
+    """Bind every address ``host`` resolves to as asyncio's ``start_server`` would (passive
+    lookup, ``SO_REUSEADDR``, IPv6 sockets v6-only), then close them; raises its OSError."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    for family, kind, proto, _, address in dict.fromkeys(infos):
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:  # a family this kernel lacks (no IPv6): asyncio skips it too
+            continue
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+
+
+def _live_unix_server(path: Path) -> str | None:
+    """Why the socket file at ``path`` must not be replaced, or None (absent, or stale).
+
+    The server deletes the file before it listens, so a live server there would lose its
+    socket without a word: a connection is tried, and only a refused one (no listener)
+    counts as stale. What is not a socket is ``serve_problems``'s to report.
+    """
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return None
+    except OSError:  # absent (or its folder is): serve_problems says why, if anything
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(UNIX_PROBE_TIMEOUT_S)
+        try:
+            sock.connect(os.fspath(path))
+        except ConnectionRefusedError:
+            return None
+        except TimeoutError:  # a listener whose backlog is full is still a listener
+            pass
+        except OSError as exc:
+            return f"{path} cannot be tried ({exc.strerror or exc})"
+    return f"a server is listening on {path} (an IRIS already serving there?)"
+
+
+def bind_problem(uri: str) -> str | None:
+    """Why the Wyoming service could not listen at ``uri`` right now, or None.
+
+    ``tcp://``: every address of the host is bound and released again (``_tcp_bind``), so
+    a port another program (or IRIS) listens on is found before the speech models load.
+    ``unix://``: a socket file already there must not belong to a live server. The answer
+    holds for this moment only: the server's own bind may still fail (``bind_error``).
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme == "unix":
+        live = _live_unix_server(Path(parsed.path))
+        return f"serve.uri: cannot listen at {uri}: {live}" if live else None
+    if parsed.scheme != "tcp" or parsed.hostname is None or parsed.port is None:
+        return None  # the schema refuses these
+    try:
+        _tcp_bind(parsed.hostname, parsed.port)
+    except OSError as exc:
+        return bind_error(uri, exc).problems[0]
+    return None
 
 
 def boost_problems(cfg: Config) -> list[str]:
@@ -172,19 +281,34 @@ def speech_problems(cfg: Config) -> list[str]:
     return out
 
 
-def problems(cfg: Config, *, speech: bool = True) -> list[str]:
-    """Every problem of ``cfg`` beyond its schema; ``speech`` includes the speech models."""
+def problems(cfg: Config, *, speech: bool = True, serving: bool = False) -> list[str]:
+    """Every problem of ``cfg`` beyond its schema; ``speech`` includes the speech models,
+    ``serving`` whether ``serve.uri`` can be listened on now (``bind_problem``)."""
     out = name_problems(cfg, declared_names())
     if (db := timers_db_problem(cfg)) is not None:
         out.append(db)
     out += boost_problems(cfg) + mcp_problems(cfg) + serve_problems(cfg)
     if speech:
         out += speech_problems(cfg)
+    if serving and (bind := bind_problem(cfg.serve.uri)) is not None:
+        out.append(bind)
     return out
 
 
-def check(cfg: Config, *, speech: bool = True, source: str = "") -> None:
-    """Raise one ``ConfigError`` listing every problem (see ``problems``)."""
-    found = problems(cfg, speech=speech)
+def check(cfg: Config, *, speech: bool = True, source: str = "", serving: bool | None = None) -> None:
+    """Raise one ``ConfigError`` listing every problem (see ``problems``).
+
+    ``serving`` (whether to try ``serve.uri``'s bind) left unset follows the caller: a
+    configuration file checked before a start (``source`` given: ``iris check-config``) is
+    tried when it serves under ``iris run`` (``serve.enabled``); ``build_app``'s check of
+    the parts it builds (no ``source``) never binds: a one-shot command (``iris ask``,
+    ``iris tools``) does not serve, and may run while IRIS holds the port. ``iris run`` and
+    ``iris serve`` try the bind themselves once they hold the instance lock, before their
+    models load (``runtime.prepare_serve``); ``iris serve`` serves whatever
+    ``serve.enabled`` says, which ``iris check-config`` cannot know it is for.
+    """
+    if serving is None:
+        serving = bool(source) and cfg.serve.enabled
+    found = problems(cfg, speech=speech, serving=serving)
     if found:
         raise ConfigError(found, source)

@@ -17,11 +17,12 @@ from typing import Any
 
 from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app, build_listener, warm_up
+from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.runtime import InstanceLock, sd_notify
+from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
 from iris_voice.app.serve import WyomingService
 from iris_voice.app.serve_parts import service_parts
 from iris_voice.app.serve_trust import load_token
@@ -110,13 +111,16 @@ class Daemon:
         self._stopping.set()
 
     async def run(self) -> int:
-        """Run until SIGTERM/SIGINT; the process exit code."""
+        """Run until SIGTERM/SIGINT; the process exit code. With ``serve.enabled``, raises
+        ``ConfigError`` naming ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
         lock = InstanceLock()
         lock.acquire()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         try:
+            if self.service is not None:  # serve.enabled: a taken port fails before the models load
+                prepare_serve(self.cfg.serve)
             await self._start_echo_cancel()
             await self.sink.open()  # the first reply must not wait for the device to open
             took = await warm_up(self.engines)
@@ -163,11 +167,12 @@ class Daemon:
         return 0
 
     async def _serve(self, service: WyomingService) -> None:
-        """``serve.enabled``: a taken port is logged; the voice daemon goes on without the service."""
+        """``serve.enabled``: a port taken after ``prepare_serve`` tried it (a race) is logged; the
+        voice daemon, warm by now, goes on without the service rather than exit."""
         try:
             await service.run()
         except OSError as exc:
-            log.error("serve.uri: cannot serve Wyoming at %s: %s", service.cfg.uri, exc)
+            log.error("%s; the voice daemon goes on without it", bind_error(service.cfg.uri, exc).message)
 
     async def _start_echo_cancel(self) -> None:
         """Start PipeWire's echo canceller (or settle for the guard) before the devices open."""

@@ -22,9 +22,10 @@ from typing import Any
 
 from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app
+from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import LlmHealth, timers_command
 from iris_voice.app.control import ControlServer
-from iris_voice.app.runtime import InstanceLock, sd_notify
+from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
 from iris_voice.app.serve import WyomingService
 from iris_voice.app.serve_parts import service_parts
 from iris_voice.app.serve_trust import load_token
@@ -60,7 +61,8 @@ class Hub:
         self._stopping.set()
 
     async def run(self) -> int:
-        """Serve until SIGTERM/SIGINT; the process exit code."""
+        """Serve until SIGTERM/SIGINT; the process exit code. Raises ``ConfigError`` naming
+        ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
         lock = InstanceLock()
         lock.acquire()
         loop = asyncio.get_running_loop()
@@ -68,8 +70,12 @@ class Hub:
             loop.add_signal_handler(sig, self.request_stop)
         control = ControlServer(self.handlers())
         try:
+            prepare_serve(self.cfg.serve)  # a taken port fails now, not after the models load
             took = await self._warm_up()
-            await self.service.start()
+            try:
+                await self.service.start()
+            except OSError as exc:  # taken meanwhile (or a socket folder gone): the key, no traceback
+                raise bind_error(self.cfg.serve.uri, exc) from None
             await control.start()
             async with asyncio.TaskGroup() as tg:
                 tasks = [

@@ -9,6 +9,9 @@ Without a session (``sudo -u``, cron, a shell that logind did not start) the fal
 guess, so no directory on the way is trusted until it is checked: ours, a real directory
 (not a symlink), mode 0700. A wider mode on our own directory is tightened; anything
 else is refused (``Code.RUNTIME_UNSAFE``, exit 78) rather than used.
+
+A serving daemon (``iris serve``, ``iris run`` with ``serve.enabled``) readies its Wyoming
+address here too, before its speech models load (``prepare_serve``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,13 @@ import os
 import socket
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
-from iris_voice.errors import Code, IrisError
+from iris_voice.errors import Code, ConfigError, IrisError
+
+if TYPE_CHECKING:
+    from iris_voice.config import ServeConfig
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +164,36 @@ class InstanceLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def prepare_serve(cfg: ServeConfig) -> None:
+    """Ready ``serve.uri`` for the Wyoming server, or refuse it before the models load.
+
+    Loading Whisper and Piper takes seconds to minutes; a port in use found only after
+    that is a slow way to learn it. So, holding the instance lock (another IRIS of this
+    user has been ruled out): a ``unix://`` socket's missing folder is made, mode 0700 like
+    the runtime directory, one level only (``checks.socket_folder_problem``); then the
+    address is tried (``checks.bind_problem``). Raises ``ConfigError`` naming
+    ``serve.uri`` (exit 78, which the units do not restart on).
+    """
+    # checks imports the tool registry and the model lookups: not for every user of runtime
+    from iris_voice.app import checks
+
+    parsed = urlparse(cfg.uri)
+    if parsed.scheme == "unix":
+        folder = Path(parsed.path).parent
+        if not os.path.lexists(folder) and folder.parent.is_dir():
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:  # made meanwhile: the bind below says whether it serves
+                pass
+            except OSError as exc:
+                why = f"its folder {folder} cannot be made ({exc.strerror or exc})"
+                raise ConfigError([f"serve.uri: cannot listen at {cfg.uri}: {why}"]) from None
+            else:
+                log.info("made %s (mode 0700) for the Wyoming socket", folder)
+    if (problem := checks.bind_problem(cfg.uri)) is not None:
+        raise ConfigError([problem])
 
 
 def sd_notify(state: str) -> bool:
