@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from wyoming.audio import AudioChunk, AudioChunkConverter, AudioStart, AudioStop
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.handle import NotHandled
@@ -64,6 +64,7 @@ from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
 from wyoming.timer import TimerFinished as WyTimerFinished
 
 from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
+from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
 from iris_voice.app.serve_wire import printable
 from iris_voice.app.service_parts import Connection
 from iris_voice.audio.chime import chime
@@ -99,11 +100,12 @@ class Satellite:
     """Its connection."""
     speaking: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held while an audio stream goes to it (a reply or an announcement)."""
-    audio: list[bytes] | None = None
-    """The utterance being received (``audio-start`` … ``audio-stop``), or None."""
-    converter: AudioChunkConverter | None = None
-    received: int = 0
-    """Bytes of the utterance so far."""
+    listening: bool = False
+    """A turn's audio is expected (``run-pipeline`` … ``audio-stop``)."""
+    audio: AudioIntake | None = None
+    """The utterance being received, from its ``audio-start`` (format checked) on."""
+    audio_format: tuple[int, int, int] = (0, 0, 0)
+    """The utterance's ``(rate, width, channels)``, as its ``audio-start`` declared."""
     wake_name: str = ""
     """The wake word of the current turn (``run-pipeline``'s ``wake_word_name``)."""
     turn: asyncio.Task[TurnResult] | None = None
@@ -183,34 +185,46 @@ class SatellitePart:
                 return True
             sat.wake_name = run.wake_word_name or self.cfg.wake.model
             sat.words_only = run.end_stage == PipelineStage.ASR
-            sat.audio, sat.received = [], 0
+            sat.listening, sat.audio = True, None
             return True
         if PauseSatellite.is_type(event.type):
             self._stop_turn(sat, "pause-satellite")
             return True
-        if sat.audio is None:
+        if not sat.listening:
             return False  # audio outside a satellite turn (the ASR part's, for example)
         if AudioStart.is_type(event.type):
-            sat.converter = AudioChunkConverter(rate=16000, width=2, channels=1)
-            return True
+            return await self._audio_start(sat, event)
         if AudioChunk.is_type(event.type):
-            chunk = AudioChunk.from_event(event)
-            if sat.converter is not None:
-                chunk = sat.converter.convert(chunk)
-            sat.received += len(chunk.audio)
-            if sat.received <= MAX_UTTERANCE_S * 32000:  # beyond: swallowed, then refused
-                sat.audio.append(chunk.audio)
+            # Per chunk on the loop: a format check and one append within the budget; the
+            # resampling waits for audio-stop and runs in a thread.
+            try:
+                same = sat.audio is not None and audio_format(event.data) == sat.audio_format
+            except AudioFormatError:
+                same = False
+            if same and sat.audio is not None:
+                sat.audio.add(event.payload or b"")  # beyond the budget: swallowed, refused at the stop
             return True
         if AudioStop.is_type(event.type):
-            audio = np.frombuffer(b"".join(sat.audio), dtype=np.int16)
-            too_long, sat.audio = sat.received > MAX_UTTERANCE_S * 32000, None
-            if too_long:
+            intake, sat.audio, sat.listening = sat.audio, None, False
+            if intake is not None and intake.overflow:
                 log.warning("%s: an utterance over %.0f s, not answered", sat.name, MAX_UTTERANCE_S)
                 await conn.write_event(NotHandled(text="too long").event())
                 return True
+            audio = await intake.to_16k_mono("int16") if intake is not None else np.zeros(0, np.int16)
             sat.turn = self._spawn(self._turn(sat, audio), f"satellite-{sat.name}")
             return True
         return False
+
+    async def _audio_start(self, sat: Satellite, event: Event) -> bool:
+        """A turn's audio begins: its format is checked before a byte of it is kept."""
+        try:
+            sat.audio_format = audio_format(event.data)
+            sat.audio = AudioIntake(sat.audio_format[0], sat.audio_format[2], MAX_UTTERANCE_S)
+        except AudioFormatError as exc:
+            sat.listening, sat.audio = False, None
+            log.warning("%s: %s; the turn is dropped", sat.name, exc)
+            await sat.conn.write_event(Error(text=f"{exc}: send 16-bit mono PCM", code="bad-audio").event())
+        return True
 
     async def closed(self, conn: Connection) -> None:
         """A satellite went away: stop its turn; its conversation stays for its return."""
@@ -265,21 +279,21 @@ class SatellitePart:
     def responder(self, name: str) -> Assistant:
         """The conversation of satellite ``name`` (made on its first turn)."""
         entry = self.responders.pop(name, None)
-        assistant = (
-            entry[0] if entry else build_responder(self.cfg, self.registry, self.publish, self.backend)
-        )
-        self.responders[name] = (assistant, time.monotonic())
-        self._forget_conversations()
-        return assistant
+        self._forget_conversations(room_for=1)
+        if entry is None:
+            entry = (build_responder(self.cfg, self.registry, self.publish, self.backend), 0.0)
+        self.responders[name] = (entry[0], time.monotonic())
+        return entry[0]
 
-    def _forget_conversations(self) -> None:
+    def _forget_conversations(self, room_for: int = 0) -> None:
         """Forget conversations of satellites that are away: idle too long, or the least
-        recently used beyond ``satellite.conversations``."""
+        recently used beyond ``satellite.conversations`` (less ``room_for`` about to be added)."""
         now = time.monotonic()
         for name, (_assistant, used) in list(self.responders.items()):
             if name in self.connected:
                 continue
-            if now - used > self.conversation_idle_s or len(self.responders) > self.keep_conversations:
+            crowded = len(self.responders) + room_for > self.keep_conversations
+            if crowded or now - used > self.conversation_idle_s:
                 del self.responders[name]
                 log.info("satellite %s: its conversation is forgotten (away)", name)
 
@@ -290,7 +304,7 @@ class SatellitePart:
         return task
 
     def _stop_turn(self, sat: Satellite, why: str) -> None:
-        sat.audio = None
+        sat.listening, sat.audio = False, None
         if sat.turn is not None and not sat.turn.done():
             log.info("%s: turn stopped (%s)", sat.name, why)
             sat.turn.cancel()

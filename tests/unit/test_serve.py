@@ -268,9 +268,11 @@ async def test_status_lists_connected_clients(tmp_path):
 async def test_too_many_clients_are_turned_away(tmp_path):
     async with serving(tmp_path, max_clients=1) as (_svc, port, _app):
         async with AsyncTcpClient("127.0.0.1", port) as first:
+            await first.write_event(Transcribe().event())  # a real request: admitted
             await first.write_event(Describe().event())
             await read_until(first, "info")
             async with AsyncTcpClient("127.0.0.1", port) as second:
+                await second.write_event(Transcribe().event())
                 busy = await read_until(second, "error")
                 assert await closed(second)
     assert busy[-1].data["code"] == "busy"

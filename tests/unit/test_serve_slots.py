@@ -1,0 +1,329 @@
+"""``iris serve`` against clients that hold slots, guess tokens, take names or send values
+that do not fit: each a reproducer from the service's hardening audit (rows S2–S5, S7, S9),
+over real TCP on loopback with the ``wyoming`` package's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from wyoming.asr import Transcript
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event, async_read_event
+from wyoming.info import Describe
+from wyoming.ping import Ping
+from wyoming.satellite import RunSatellite
+
+from iris_voice.app.hub import SatellitePart
+from iris_voice.app.serve_trust import AUTH_FAIL_DELAY_S, AUTH_OK_TYPE, AUTH_TYPE
+from iris_voice.config import Config, LlmConfig, SatelliteConfig
+from tests.support.fakes import ScriptedBackend
+from tests.support.fakes_audio import FakeStt, FakeTts
+from tests.unit.test_serve import closed, read_until, serving
+
+TOKEN = "kitchen-token-0123456789"
+
+
+async def answered(port: int, *, token: str = "") -> str:
+    """A good client's turn: (the token,) a transcript, the answer's event type."""
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        if token:
+            await client.write_event(Event(AUTH_TYPE, {"token": token}))
+            await read_until(client, AUTH_OK_TYPE)
+        await client.write_event(Transcript(text="what time is it").event())
+        return (await read_until(client, "handled", "not-handled", "error"))[-1].type
+
+
+async def raw_answer(reader: asyncio.StreamReader) -> Event:
+    """The next event on a bare connection (the data block follows the header line)."""
+    event = await asyncio.wait_for(async_read_event(reader), 10)
+    assert event is not None, "the service closed the connection without an answer"
+    return event
+
+
+async def raw(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A bare TCP connection (for lines no well-behaved client sends)."""
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def test_idle_connections_cannot_lock_out_a_client_that_talks(tmp_path):
+    # S2: 16 connections that never send a byte used to answer every good client "busy".
+    async with serving(tmp_path, max_clients=16, max_pending=4, auth_timeout_s=60) as (svc, port, _app):
+        idle = [await raw(port) for _ in range(16)]
+        assert await answered(port) == "handled"
+        assert len(svc.pending) <= 4  # the idle ones were closed to make room
+        for _reader, writer in idle:
+            writer.close()
+
+
+async def test_unauthenticated_connections_cannot_lock_out_the_token_holder(tmp_path):
+    # S2: with a token and max_clients 4, four connections that never authenticated held every slot.
+    async with serving(tmp_path, token=TOKEN, max_clients=4, auth_timeout_s=60) as (_svc, port, _app):
+        strangers = []
+        for _ in range(4):
+            client = AsyncTcpClient("127.0.0.1", port)
+            await client.connect()
+            await client.write_event(Describe().event())  # describe is open to all; it admits no one
+            await read_until(client, "info")
+            strangers.append(client)
+        assert await answered(port, token=TOKEN) == "handled"
+        for client in strangers:
+            await client.disconnect()
+
+
+async def test_a_silent_connection_is_closed_at_the_admission_deadline(tmp_path):
+    async with serving(tmp_path, auth_timeout_s=0.5) as (svc, port, _app):
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            last = await read_until(client, "error")
+            assert await closed(client)
+        assert last[-1].data["code"] == "timeout" and "before being admitted" in last[-1].data["text"]
+        assert svc.pending == {} and svc.clients == {}
+
+
+async def test_an_admitted_client_silent_between_events_is_closed(tmp_path):
+    async with serving(tmp_path, idle_timeout_s=0.5) as (svc, port, _app):
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Transcript(text="what time is it").event())
+            await read_until(client, "handled")
+            last = await read_until(client, "error")
+            assert await closed(client)
+        assert last[-1].data["code"] == "timeout" and "between events" in last[-1].data["text"]
+
+
+async def test_ping_is_answered_before_and_after_admission_and_keeps_the_link(tmp_path):
+    async with serving(tmp_path, token=TOKEN, idle_timeout_s=1.0) as (_svc, port, _app):
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Ping(text="a").event())
+            assert (await read_until(client, "pong"))[-1].data["text"] == "a"
+            await client.write_event(Event(AUTH_TYPE, {"token": TOKEN}))
+            await read_until(client, AUTH_OK_TYPE)
+            await client.write_event(Transcript(text="what time is it").event())
+            await read_until(client, "handled")
+            for _ in range(4):  # 2 s of pings every 0.5 s: twice the idle timeout, still connected
+                await asyncio.sleep(0.5)
+                await client.write_event(Ping().event())
+                await read_until(client, "pong")
+
+
+async def test_a_wrong_token_waits_and_a_flood_is_logged_once(tmp_path, caplog):
+    # S9: ~1,554 wrong guesses/s, one WARNING each, no back-off.
+    caplog.set_level(logging.WARNING)
+    async with serving(tmp_path, token=TOKEN) as (svc, port, _app):
+
+        async def guess(i: int) -> Event:
+            async with AsyncTcpClient("127.0.0.1", port) as client:
+                await client.write_event(Event(AUTH_TYPE, {"token": f"guess-{i:020d}"}))
+                return (await read_until(client, "error"))[-1]
+
+        start = time.monotonic()
+        refusals = await asyncio.gather(*(guess(i) for i in range(12)))
+        waited = time.monotonic() - start
+        assert await answered(port, token=TOKEN) == "handled"
+    assert all(e.data["code"] == "unauthorized" for e in refusals)
+    assert waited >= AUTH_FAIL_DELAY_S  # a lower bound: no machine answers a guess sooner
+    lines = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(lines) == 1 and svc.refused == 12, [r.getMessage() for r in lines]
+
+
+async def test_a_lone_surrogate_token_is_a_wrong_token(tmp_path):
+    # S7: a token with a lone surrogate raised UnicodeEncodeError in the handler.
+    async with serving(tmp_path, token=TOKEN) as (_svc, port, _app):
+        reader, writer = await raw(port)
+        writer.write(b'{"type": "iris-auth", "data": {"token": "\\ud800abc"}}\n')
+        await writer.drain()
+        answer = await raw_answer(reader)
+        writer.close()
+    assert answer.data["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"type": "transcript", "data_length": Infinity}\n',
+        b'{"type": "transcript", "data_length": 1e400}\n',
+        b'{"type": "transcript", "payload_length": "12"}\n',
+        b'{"type": "transcript", "data_length": true}\n',
+        b'{"type": "' + b"x" * 65536 + b'"}\n',
+        b'{"type": 42}\n',
+    ],
+    ids=["infinity", "1e400", "string-length", "bool-length", "64k-type", "number-type"],
+)
+async def test_lengths_and_types_that_do_not_fit_get_an_error_and_the_service_stays(tmp_path, caplog, header):
+    # S7/S8: OverflowError escaped the handler ("Task exception was never retrieved").
+    caplog.set_level(logging.WARNING)
+    async with serving(tmp_path) as (_svc, port, _app):
+        reader, writer = await raw(port)
+        writer.write(header)
+        await writer.drain()
+        answer = await raw_answer(reader)
+        writer.close()
+        assert await answered(port) == "handled"
+    assert answer.data["code"] == "bad-event"
+    assert not [r for r in caplog.records if r.exc_info], "no traceback for a client's mistake"
+    assert all(len(r.getMessage()) < 1000 for r in caplog.records)
+
+
+async def test_a_newline_in_an_event_type_cannot_forge_a_log_line(tmp_path, caplog):
+    # S9: a newline in an event type forged a CRITICAL line.
+    caplog.set_level(logging.DEBUG, logger="iris_voice.app.serve")
+    forged = "x\n2026-01-01 00:00:00,000 root CRITICAL forged"
+    async with serving(tmp_path) as (_svc, port, _app), AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Transcript(text="what time is it").event())
+        await read_until(client, "handled")
+        await client.write_event(Event(forged))
+        await client.write_event(Describe().event())
+        await read_until(client, "info")
+    logged = [r.getMessage() for r in caplog.records if "forged" in r.getMessage()]
+    assert logged and all("\n" not in m for m in logged), logged
+
+
+def _nobody_client(port: int, token: str) -> dict[str, object]:
+    """One request from uid 65534 (``setpriv``): the answer's last event as JSON."""
+    script = f"""
+import json, socket
+s = socket.create_connection(("127.0.0.1", {port}), timeout=20)
+f = s.makefile("rwb")
+def send(kind, data):
+    f.write((json.dumps({{"type": kind, "data": data}}) + "\\n").encode()); f.flush()
+if {token!r}:
+    send("iris-auth", {{"token": {token!r}}})
+send("transcript", {{"text": "what time is it"}})
+last = None
+while True:
+    line = f.readline()
+    if not line:
+        break
+    event = json.loads(line)
+    if event.get("data_length"):
+        event["data"] = json.loads(f.read(event["data_length"]))
+    f.read(event.get("payload_length") or 0)
+    last = event
+    if event["type"] in ("handled", "not-handled", "error"):
+        break
+print(json.dumps(last))
+"""
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-I", "-c", script],
+        capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to connect as another user")  # fmt: skip
+async def test_a_local_client_of_another_user_needs_the_token(tmp_path):
+    # S3: uid 65534 over 127.0.0.1 set a timer and read every timer and reminder.
+    if not os.access(sys.executable, os.X_OK, effective_ids=False):
+        pytest.skip(f"{sys.executable} is not runnable by another user")
+    async with serving(tmp_path) as (_svc, port, _app):
+        refused = await asyncio.to_thread(_nobody_client, port, "")
+        assert await answered(port) == "handled"  # the serving user itself still needs nothing
+    assert refused["type"] == "error" and refused["data"]["code"] == "not-allowed", refused
+    async with serving(tmp_path, token=TOKEN) as (_svc, port, _app):
+        served = await asyncio.to_thread(_nobody_client, port, TOKEN)
+    assert served["type"] == "handled", served
+
+
+async def _satellite(port: int, name: str, *, pong: bool) -> tuple[AsyncTcpClient, Event, asyncio.Task]:
+    """A satellite link named ``name``; ``pong``: it answers the hub's pings (IRIS's does)."""
+    client = AsyncTcpClient("127.0.0.1", port)
+    await client.connect()
+    await client.write_event(Event(RunSatellite().event().type, {"name": name}))
+    first = (await read_until(client, "satellite-connected", "error"))[-1]
+
+    async def answer() -> None:
+        while (event := await client.read_event()) is not None:
+            if event.type == "ping" and pong:
+                await client.write_event(Event("pong", event.data))
+
+    return client, first, asyncio.get_running_loop().create_task(answer())
+
+
+async def test_a_connected_satellite_keeps_its_name_and_a_dead_one_gives_it_up(tmp_path):
+    # S4: a second "kitchen" displaced the first, whose timers then rang elsewhere.
+    async with serving(tmp_path) as (_svc, port, _app):
+        first, ok, first_task = await _satellite(port, "kitchen", pong=True)
+        second, refused, second_task = await _satellite(port, "kitchen", pong=True)
+        assert ok.type == "satellite-connected"
+        assert refused.type == "error" and refused.data["code"] == "name-taken"
+        first_task.cancel()
+        second_task.cancel()
+        await second.disconnect()
+        # the holder now stops answering (a half-open link): the next claim takes the name
+        silent, _, silent_task = await _satellite(port, "office", pong=False)
+        claim, taken, claim_task = await _satellite(port, "office", pong=True)
+        assert taken.type == "satellite-connected"
+        for task in (silent_task, claim_task):
+            task.cancel()
+        for client in (first, silent, claim):
+            await client.disconnect()
+
+
+async def test_conversations_of_absent_satellites_are_bounded(tmp_path):
+    # S5: one conversation per name, never evicted (300 names: +100 MB).
+    cfg = Config(llm=LlmConfig(), satellite=SatelliteConfig(conversations=3))
+    from iris_voice.tools.registry import ToolRegistry
+
+    part = SatellitePart(cfg, ToolRegistry(), FakeStt("x"), FakeTts(), backend=ScriptedBackend())
+    kept = [part.responder(f"room-{i}") for i in range(300)]
+    assert len(part.responders) == 3 and list(part.responders) == ["room-297", "room-298", "room-299"]
+    assert part.responder("room-299") is kept[-1]  # the most recent is the same conversation
+    part.conversation_idle_s = 0.0
+    part.responder("room-new")
+    assert list(part.responders) == ["room-new"]
+
+
+async def _turn_events(
+    port: int, start: dict[str, object], chunks: list[tuple[dict[str, object], bytes]]
+) -> Event:
+    """A satellite turn with the given ``audio-start`` data and chunks; the hub's last answer."""
+    client, first, _ = await _satellite_plain(port)
+    assert first.type == "satellite-connected"
+    await client.write_event(Event("run-pipeline", {"start_stage": "asr", "end_stage": "tts"}))
+    await client.write_event(Event("audio-start", start))
+    for data, payload in chunks:
+        await client.write_event(Event("audio-chunk", data, payload))
+    await client.write_event(Event("audio-stop", {}))
+    answer = (await read_until(client, "handled", "not-handled", "error"))[-1]
+    await client.disconnect()
+    return answer
+
+
+async def _satellite_plain(port: int) -> tuple[AsyncTcpClient, Event, None]:
+    client = AsyncTcpClient("127.0.0.1", port)
+    await client.connect()
+    await client.write_event(Event(RunSatellite().event().type, {"name": "den"}))
+    return client, (await read_until(client, "satellite-connected", "error"))[-1], None
+
+
+async def test_a_satellite_stream_at_rate_1_is_refused_before_any_work(tmp_path):
+    # S1: one 64 KiB chunk declared at rate 1 froze every client for 7.9 s and took 1.5 GB.
+    fmt = {"rate": 1, "width": 2, "channels": 1}
+    stt = FakeStt("what time is it")
+    async with serving(tmp_path, stt=stt) as (_svc, port, _app):
+        answer = await _turn_events(port, fmt, [(fmt, b"\0" * 65536)])
+        assert await answered(port) == "handled"  # and the service still serves
+    assert answer.type == "error" and answer.data["code"] == "bad-audio", answer
+    assert stt.audio == []
+
+
+async def test_a_satellite_stream_in_48k_stereo_reaches_whisper_as_16k_mono(tmp_path):
+    fmt = {"rate": 48000, "width": 2, "channels": 2}
+    stt = FakeStt("what time is it")
+    second = (np.ones((48000, 2), np.int16) * 1000).tobytes()  # 1 s of stereo
+    odd = {"rate": 8000, "width": 2, "channels": 1}  # a chunk in another format: skipped
+    async with serving(tmp_path, stt=stt) as (_svc, port, _app):
+        answer = await _turn_events(
+            port, fmt, [(fmt, second[:100001]), (fmt, second[100001:]), (odd, b"\1" * 800)]
+        )
+    assert answer.type == "handled", answer
+    assert len(stt.audio) == 1 and abs(len(stt.audio[0]) - 16000) <= 16, len(stt.audio[0])
