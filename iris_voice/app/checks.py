@@ -295,20 +295,16 @@ def problems(cfg: Config, *, speech: bool = True, serving: bool = False) -> list
     return out
 
 
-def check(cfg: Config, *, speech: bool = True, source: str = "", serving: bool | None = None) -> None:
+def check(cfg: Config, *, speech: bool = True, source: str = "", serving: bool = False) -> None:
     """Raise one ``ConfigError`` listing every problem (see ``problems``).
 
-    ``serving`` (whether to try ``serve.uri``'s bind) left unset follows the caller: a
-    configuration file checked before a start (``source`` given: ``iris check-config``) is
-    tried when it serves under ``iris run`` (``serve.enabled``); ``build_app``'s check of
-    the parts it builds (no ``source``) never binds: a one-shot command (``iris ask``,
-    ``iris tools``) does not serve, and may run while IRIS holds the port. ``iris run`` and
-    ``iris serve`` try the bind themselves once they hold the instance lock, before their
-    models load (``runtime.prepare_serve``); ``iris serve`` serves whatever
-    ``serve.enabled`` says, which ``iris check-config`` cannot know it is for.
+    ``serving``: also try ``serve.uri``'s bind. ``iris check-config`` asks for it when the
+    file serves under ``iris run`` (``serve.enabled``); ``build_app``'s check of the parts
+    it builds never binds: a one-shot command (``iris ask``, ``iris tools``) does not serve,
+    and may run while IRIS holds the port. ``iris run`` and ``iris serve`` try the bind
+    themselves once they hold the instance lock, before their models load
+    (``runtime.prepare_serve``).
     """
-    if serving is None:
-        serving = bool(source) and cfg.serve.enabled
     found = problems(cfg, speech=speech, serving=serving)
     if found:
         raise ConfigError(found, source)

@@ -129,7 +129,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     try:
         cfg, path = config_mod.load(args.path or args.config)
-        checks.check(cfg, source=str(path or "defaults"))
+        checks.check(cfg, source=str(path or "defaults"), serving=cfg.serve.enabled)
     except ConfigError as exc:
         for line in exc.problems:
             print(line)
