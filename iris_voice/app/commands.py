@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from iris_voice.conversation.history import Conversation
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
 from iris_voice.events import Event, LlmUnavailable
 from iris_voice.llm.client import OllamaBackend
+from iris_voice.timers.dbfile import is_locked
 from iris_voice.timers.service import TimerService
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.heard import ListenMode
@@ -257,7 +259,26 @@ class ControlCommands:
 
 
 async def timers_command(service: TimerService, req: dict[str, Any]) -> dict[str, Any]:
-    """``iris timers [list|cancel WHICH]`` against ``service`` (the daemon's or the hub's)."""
+    """``iris timers [list|cancel WHICH]`` against ``service`` (the daemon's or the hub's).
+
+    A database another program keeps locked is one log line and an ``IrisError`` that says
+    so; nothing was changed, and the same command works once the lock is gone.
+    """
+    try:
+        return await _timers_command(service, req)
+    except sqlite3.OperationalError as exc:
+        if not is_locked(exc):
+            raise
+        what = "cancel" if req.get("action") == "cancel" else "list"
+        path = service.store.path
+        log.warning("iris timers %s: the timers database %s is locked by another program (%s); "
+                    "nothing was changed", what, path, exc)  # fmt: skip
+        message = (f"the timers database {path} is locked by another program ({exc}); nothing was "
+                   "changed: try again once it is released")  # fmt: skip
+        raise IrisError(Code.DAEMON_ERROR, message) from None
+
+
+async def _timers_command(service: TimerService, req: dict[str, Any]) -> dict[str, Any]:
     if req.get("action") == "cancel":
         try:
             rows = await service.cancel(str(req.get("which") or ""))

@@ -26,6 +26,7 @@ FILE_MODE = 0o600
 SIDE_FILES = ("-wal", "-shm", "-journal")
 """What SQLite keeps beside a database; they belong to it and move with it."""
 _DAMAGE = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_LOCKED = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 
 
 def is_damage(exc: BaseException) -> bool:
@@ -34,6 +35,13 @@ def is_damage(exc: BaseException) -> bool:
     which a retry or the user can fix without losing the file."""
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGE
+
+
+def is_locked(exc: BaseException) -> bool:
+    """True when SQLite gave up waiting for a lock another connection holds ("database is
+    locked"): nothing is wrong with the file, and the same call can succeed later."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in _LOCKED
 
 
 def with_suffix(path: Path, suffix: str) -> Path:

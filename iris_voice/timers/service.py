@@ -27,7 +27,7 @@ from typing import Protocol
 
 from iris_voice.errors import ToolError
 from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
-from iris_voice.timers.dbfile import is_damage
+from iris_voice.timers.dbfile import is_damage, is_locked
 from iris_voice.timers.origin import ORIGIN, Hold
 from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
 from iris_voice.timers.store import Recovery, TimerRow, TimerStore
@@ -383,7 +383,10 @@ class TimerService:
                 failures += 1
                 delay = min(RETRY_SECONDS * 2 ** min(failures - 1, 16), MAX_RETRY_SECONDS)
                 self._suspect = self._suspect or is_damage(exc)
-                if failures == 1:
+                if is_locked(exc):  # another program holds the file: nothing to debug, rows wait
+                    log.warning("the timers database %s is locked by another program (%s); due timers "
+                                "wait, retrying in %.0f s", self.store.path, exc, delay)  # fmt: skip
+                elif failures == 1:
                     log.exception("timers failed; retrying in %.0f s", delay)
                 else:
                     what = f"{type(exc).__name__}: {exc}"

@@ -48,6 +48,8 @@ __all__ = ["KINDS", "SCHEMA_VERSION", "STATES", "Recovery", "TimerRow", "TimerSt
 log = logging.getLogger(__name__)
 
 _ACTIVE = "state IN ('pending', 'paused')"
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for a lock another process holds before "database is locked"."""
 
 
 def default_db_path() -> Path:
@@ -122,7 +124,7 @@ class TimerStore:
         # check_same_thread=False: calls arrive from asyncio.to_thread workers
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         try:
-            conn.execute("PRAGMA busy_timeout=5000")  # another process may be writing
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")  # another process may be writing
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")  # durable even on power loss
             found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]

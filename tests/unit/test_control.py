@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import socket
 import stat
@@ -64,6 +66,42 @@ async def test_garbage_lines_get_an_error_not_a_crash(runtime):
         assert lines[2].strip() == b'{"ok": true}'
     finally:
         await server.close()
+
+
+@pytest.mark.parametrize(
+    "result",
+    [{"x": float("nan")}, {"x": float("inf")}, {"x": b"raw"}, {"x": {1, 2}}, {"x": object()}, [1, 2]],
+    ids=["nan", "inf", "bytes", "set", "object", "not-a-dict"],
+)
+async def test_an_answer_json_cannot_hold_is_an_error_reply_and_one_log_line(runtime, caplog, result):
+    """A handler result JSON cannot encode (strictly: NaN and infinity are not JSON) gets the
+    client an error with a code, not a closed connection; the connection keeps working."""
+
+    async def broken(req):
+        return result
+
+    async def ping(req):
+        return {}
+
+    caplog.set_level(logging.DEBUG, "iris_voice")
+    server = ControlServer({"broken": broken, "ping": ping})
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(runtime / "control.sock"))
+        writer.write(b'{"cmd": "broken"}\n{"cmd": "ping"}\n')
+        await writer.drain()
+        answer = json.loads(await asyncio.wait_for(reader.readline(), 30))
+        assert await asyncio.wait_for(reader.readline(), 30) == b'{"ok": true}\n'
+        writer.close()
+    finally:
+        await server.close()
+    assert answer["ok"] is False and answer["code"] == "daemon-error", answer
+    assert answer["error"].startswith("IRIS could not encode its answer to 'broken' as JSON ("), answer
+    records = [
+        r for r in caplog.records if r.name == "iris_voice.app.control" and r.levelno >= logging.WARNING
+    ]
+    assert len(records) == 1 and records[0].exc_info is None, [r.getMessage() for r in records]
+    assert "control command broken answered with what is not JSON" in records[0].getMessage()
 
 
 def test_a_second_instance_is_refused_and_a_dead_one_leaves_no_lock(runtime):

@@ -1,4 +1,4 @@
-"""The control socket and its client under attack: deep JSON, silent and surplus
+"""The control socket and its client under attack: deep JSON, silent, idle and surplus
 connections, and daemons that answer garbage.
 
 The server side runs a real ``ControlServer`` on a temporary socket; the client side runs
@@ -9,6 +9,7 @@ from ``tests/support/hostile/local_user.py``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -48,6 +49,36 @@ async def _ping(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> b
 
 async def ping(req):
     return {}
+
+
+OK = b'{"ok": true}\n'
+
+
+async def _ask(path) -> bytes:
+    """One ``ping`` on a connection of its own (closed after), with a generous deadline."""
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    try:
+        writer.write(b'{"cmd": "ping"}\n')
+        await writer.drain()
+        return await asyncio.wait_for(reader.readline(), 30)
+    finally:
+        writer.close()
+
+
+async def _until(condition, what: str) -> None:
+    """Wait (up to 30 s) until ``condition()`` holds: the server admits connections in its own time."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"still not {what}"
+        await asyncio.sleep(0.01)
+
+
+async def _closed_for_a_newer_one(reader: asyncio.StreamReader) -> None:
+    """The connection was told it made way for a newer one, then closed."""
+    answer = json.loads(await asyncio.wait_for(reader.readline(), 30))
+    assert answer["ok"] is False and answer["code"] == Code.DAEMON_ERROR, answer
+    assert answer["error"].startswith("closed to serve a newer control connection"), answer
+    assert await asyncio.wait_for(reader.read(), 30) == b""
 
 
 @pytest.fixture
@@ -119,8 +150,9 @@ async def test_a_silent_client_is_closed_after_the_idle_timeout(server, sock_pat
         writer.close()
 
 
-async def test_connections_over_the_cap_are_refused_and_later_ones_served(server, sock_path, caplog):
-    server.idle_timeout = 30  # the held connections must outlive the test's steps
+async def test_connections_over_the_cap_are_refused_and_later_ones_served(serve, sock_path, caplog):
+    """With every slot busy, none idle long enough to give way and no room to wait: refused."""
+    server = await serve(idle_timeout=30, max_clients=4, evict_after=30, max_waiting=0)
     caplog.set_level(logging.INFO, "iris_voice.app.control")
     held = [await asyncio.open_unix_connection(str(sock_path)) for _ in range(server.max_clients)]
     for reader, writer in held:  # each is being served: counted against the cap
@@ -149,6 +181,60 @@ async def test_connections_over_the_cap_are_refused_and_later_ones_served(server
     # the 5 extra ones, plus any retry above that came before the server saw the closes
     refused = re.search(r"the burst is over; (\d+) connections were refused", caplog.text)
     assert refused and int(refused.group(1)) >= 5, caplog.text
+
+
+async def test_a_full_house_of_idle_connections_gives_way_to_each_new_command(serve, sock_path):
+    """Idle connections never lock the user out: each newcomer is answered, and closes the
+    oldest connection without a complete request (silent or half a line), then the one idle
+    longest after its request."""
+    server = await serve(max_clients=4, idle_timeout=30, first_line_timeout=30, evict_after=0)
+    done = await asyncio.open_unix_connection(str(sock_path))
+    assert await _ping(*done) == OK  # asked once, then idle
+    silent = await asyncio.open_unix_connection(str(sock_path))
+    half = await asyncio.open_unix_connection(str(sock_path))
+    half[1].write(b'{"cmd": "pi')
+    await half[1].drain()
+    silent_too = await asyncio.open_unix_connection(str(sock_path))
+    await _until(lambda: server.connections == 4, "serving the four held connections")
+    newcomers = []
+    try:
+        for held in (silent, half, silent_too, done):  # the order they give way in
+            newcomers.append(await asyncio.open_unix_connection(str(sock_path)))
+            assert await _ping(*newcomers[-1]) == OK  # every slot was taken, yet it is answered
+            await _closed_for_a_newer_one(held[0])
+            assert server.connections <= server.max_clients
+    finally:
+        for _, writer in (silent, half, silent_too, done, *newcomers):
+            writer.close()
+
+
+async def test_a_burst_past_the_cap_waits_for_slots_that_idle_connections_give_up(serve, sock_path):
+    """Forty commands at once while four idle connections hold every slot: the idle ones give
+    way once idle past ``evict_after``, the commands wait their turn, and all are answered
+    (they were refused before; none of them is ever closed for another)."""
+    server = await serve(max_clients=4, idle_timeout=30, first_line_timeout=30)
+    hogs = [await asyncio.open_unix_connection(str(sock_path)) for _ in range(4)]
+    try:
+        await _until(lambda: server.connections == 4, "serving the four idle connections")
+        assert await asyncio.gather(*(_ask(sock_path) for _ in range(40))) == [OK] * 40
+        for reader, _ in hogs:
+            await _closed_for_a_newer_one(reader)
+    finally:
+        for _, writer in hogs:
+            writer.close()
+
+
+async def test_the_first_request_is_due_soon_even_when_later_ones_may_wait(serve, sock_path):
+    """``first_line_timeout`` closes a connection that sends no complete first line, silent
+    or half a request, however long ``idle_timeout`` lets it pause between requests."""
+    await serve(idle_timeout=30, first_line_timeout=0.2)
+    for greeting in (b"", b'{"cmd": "pi'):
+        reader, writer = await asyncio.open_unix_connection(str(sock_path))
+        try:
+            writer.write(greeting)
+            assert await asyncio.wait_for(reader.read(), 30) == b""  # closed by the server
+        finally:
+            writer.close()
 
 
 async def test_the_socket_is_0600_and_the_umask_never_changes_while_others_run(sock_path):
