@@ -199,7 +199,10 @@ async def test_a_hub_with_a_token_lets_in_the_satellite_that_sends_it(tmp_path: 
     part.stt = FakeStt("Who wrote Hamlet?")
     server, port = await start_hub([part], token="s3cret-kitchen-token")
     sink, source = FakeSink(speed=20.0), LiveSource()
-    good, bad = make_satellite(port, sink, token="s3cret-kitchen-token"), make_satellite(port, FakeSink(), token="guess")
+    good, bad = (
+        make_satellite(port, sink, token="s3cret-kitchen-token"),
+        make_satellite(port, FakeSink(), token="guess"),
+    )
     tasks = [asyncio.create_task(good.run(source)), asyncio.create_task(bad.run(LiveSource()))]
     try:
         await asyncio.wait_for(good.connected.wait(), 5.0)
@@ -306,3 +309,23 @@ async def test_a_ring_after_a_barge_in_is_played_and_the_next_reply_is_not_taken
     assert sat.alarm.ringing and [len(a) for a in sat.alarm._audio] == [1600]
     assert sat.alarm.dismiss("test") and not sat.alarm.ringing
     await sat.alarm.aclose()
+
+
+async def test_a_connected_satellite_answers_the_hubs_probe_and_keeps_its_name(tmp_path: Path) -> None:
+    from wyoming.client import AsyncTcpClient
+    from wyoming.event import Event
+
+    part, timers, _bus = make_part(tmp_path, EchoBackend())
+    server, port = await start_hub([part])
+    source = LiveSource()
+    sat = make_satellite(port, FakeSink(speed=20.0))
+    tasks = [asyncio.create_task(sat.run(source))]
+    try:
+        await asyncio.wait_for(sat.connected.wait(), 5.0)
+        async with AsyncTcpClient("127.0.0.1", port) as impostor:
+            await impostor.write_event(Event("run-satellite", {"name": "kitchen"}))
+            answer = await asyncio.wait_for(impostor.read_event(), 10.0)
+        assert answer is not None and answer.type == "error" and answer.data["code"] == "name-taken"
+        assert part.connected["kitchen"].conn.peer and sat.connected.is_set()
+    finally:
+        await shut_down(tasks, source, part, server, timers)
