@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from iris_voice import heavy
-from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import smart_turn_model
+from iris_voice.speech.onnx import onnx_session
 
 log = logging.getLogger(__name__)
 
@@ -85,21 +85,8 @@ class SmartTurnDetector:
 
     def _load(self) -> Any:
         if self._session is None:
-            onnxruntime = heavy.load("onnxruntime")
-
-            opts = onnxruntime.SessionOptions()
             # One thread: the last words are being transcribed on the other core meanwhile.
-            opts.intra_op_num_threads = self._threads
-            opts.inter_op_num_threads = 1
-            opts.log_severity_level = 3
-            try:
-                self._session = onnxruntime.InferenceSession(
-                    str(self.model_path), providers=["CPUExecutionProvider"], sess_options=opts
-                )
-            except Exception as exc:  # onnxruntime raises its own exception types
-                raise SpeechError(
-                    Code.MODEL_INVALID, f"cannot load the Smart Turn model {self.model_path}: {exc}"
-                ) from exc
+            self._session = onnx_session(self.model_path, threads=self._threads, what="the Smart Turn model")
         return self._session
 
     def probability_sync(self, audio: np.ndarray) -> float:

@@ -21,9 +21,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from iris_voice import heavy
 from iris_voice.audio import FRAME_SAMPLES
 from iris_voice.errors import Code, SpeechError
+from iris_voice.speech.onnx import onnx_session
 
 log = logging.getLogger(__name__)
 
@@ -247,20 +247,7 @@ class SileroDetector:
 
     def _load(self) -> Any:
         if self._session is None:
-            onnxruntime = heavy.load("onnxruntime")
-
-            opts = onnxruntime.SessionOptions()
-            opts.intra_op_num_threads = 1
-            opts.inter_op_num_threads = 1
-            opts.log_severity_level = 3
-            try:
-                self._session = onnxruntime.InferenceSession(
-                    str(self.model_path), providers=["CPUExecutionProvider"], sess_options=opts
-                )
-            except Exception as exc:  # onnxruntime raises its own exception types
-                raise SpeechError(
-                    Code.MODEL_INVALID, f"cannot load Silero VAD {self.model_path}: {exc}"
-                ) from exc
+            self._session = onnx_session(self.model_path, threads=1, what="Silero VAD")
         return self._session
 
     def probability_sync(self, frame: np.ndarray) -> float:
