@@ -155,13 +155,28 @@ def tool_from_function(
 class ToolRegistry:
     """Holds the tools a model may call and runs calls safely.
 
-    A tool is *listed* (shown to the model on every turn: ``names``, ``specs``, iteration)
-    or *hidden*: callable by name but shown only when retrieval picks it for a turn (a lazy
-    MCP server's tools). ``get`` and ``call`` find both.
+    Every tool is in one of two sets, with one name space across both:
+
+    * *listed*: shown to the model on every turn;
+    * *hidden*: callable by name, shown only on a turn retrieval picks it for (a lazy
+      MCP server's tools), so a large server's tools do not fill every prompt.
+
+    Which set each method sees:
+
+    * listed only (what the model is shown): ``listed``, ``names``, ``specs``,
+      ``intents``, ``name in registry``, ``for tool in registry``, ``len(registry)``;
+    * hidden only: ``hidden``;
+    * both (what a call may reach): ``callable_names``, ``get``, ``call``, ``read_only``,
+      ``register`` (a name is refused if either set has it), ``unregister``;
+      ``filtered`` keeps both (``enabled`` picks among the listed tools only).
+
+    So ``name in registry`` is False for a hidden tool; ``get(name) is not None`` asks
+    whether a call can reach it.
     """
 
     def __init__(self, tools: Iterable[Tool] = (), hidden: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+        """The ``tools`` listed, in order, and the ``hidden`` ones."""
+        self._listed: dict[str, Tool] = {}
         self._hidden: dict[str, Tool] = {}
         for t in tools:
             self.register(t)
@@ -171,14 +186,14 @@ class ToolRegistry:
     def register(self, tool: Tool, *, first: bool = False, hidden: bool = False) -> Tool:
         """Add a tool (at the end, or ``first``: the order the model sees them in; or
         ``hidden``: not listed); a second tool with the same name is a programming error."""
-        if tool.name in self._tools or tool.name in self._hidden:
+        if tool.name in self._listed or tool.name in self._hidden:
             raise ValueError(f"tool {tool.name!r} is already registered")
         if hidden:
             self._hidden[tool.name] = tool
         elif first:
-            self._tools = {tool.name: tool, **self._tools}
+            self._listed = {tool.name: tool, **self._listed}
         else:
-            self._tools[tool.name] = tool
+            self._listed[tool.name] = tool
         return tool
 
     def add_function(self, func: Callable[..., Any], **kwargs: Any) -> Tool:
@@ -187,43 +202,51 @@ class ToolRegistry:
 
     def unregister(self, name: str) -> None:
         """Remove a tool (listed or hidden) if present."""
-        self._tools.pop(name, None)
+        self._listed.pop(name, None)
         self._hidden.pop(name, None)
 
+    def listed(self) -> list[Tool]:
+        """The listed tools (not the hidden ones), in the order the model sees them."""
+        return list(self._listed.values())
+
     def hidden(self) -> list[Tool]:
-        """The hidden tools, in registration order."""
+        """The hidden tools (not the listed ones), in registration order."""
         return list(self._hidden.values())
 
     def callable_names(self) -> list[str]:
         """Every name a call may use: the listed tools, then the hidden ones."""
-        return [*self._tools, *self._hidden]
+        return [*self._listed, *self._hidden]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        """Whether ``name`` is a *listed* tool: False for a hidden one (see ``get``)."""
+        return name in self._listed
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
+        """The *listed* tools, in order; ``hidden()`` gives the others."""
+        return iter(self._listed.values())
 
     def __len__(self) -> int:
-        return len(self._tools)
+        """How many tools are *listed* (hidden ones not counted)."""
+        return len(self._listed)
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name`` (listed or hidden), or None. A hidden tool may also be
         named without its category (``read_query`` for ``data/sqlite/read_query``) when only
         one tool has that name: small models drop the path they were shown."""
-        tool = self._tools.get(name) or self._hidden.get(name)
+        tool = self._listed.get(name) or self._hidden.get(name)
         if tool is None and name and "/" not in name:
             owners = [t for n, t in self._hidden.items() if n.rpartition("/")[2] == name]
             tool = owners[0] if len(owners) == 1 else None
         return tool
 
     def names(self) -> list[str]:
-        """Registered tool names in registration order."""
-        return list(self._tools)
+        """The *listed* tools' names, in order (``callable_names`` adds the hidden ones)."""
+        return list(self._listed)
 
     def specs(self) -> list[ToolSpec]:
-        """Specs of every tool, for a renderer."""
-        return [t.spec for t in self._tools.values()]
+        """The *listed* tools' specs, for a renderer (hidden tools are rendered only on the
+        turns retrieval picks them for)."""
+        return [t.spec for t in self._listed.values()]
 
     def filtered(
         self,
@@ -233,14 +256,17 @@ class ToolRegistry:
     ) -> ToolRegistry:
         """A registry holding only the enabled (or all but the disabled) tools; with
         ``direct_return``, exactly those tools speak their own answer (an override of what
-        each tool declares)."""
-        keep = set(enabled) if enabled is not None else set(self._tools)
+        each tool declares).
+
+        ``enabled`` and ``direct_return`` apply to the listed tools only; ``disabled`` drops
+        a tool from either set. Hidden tools stay hidden."""
+        keep = set(enabled) if enabled is not None else set(self._listed)
         drop = set(disabled)
         direct = set(direct_return) if direct_return is not None else None
         return ToolRegistry(
             (
                 t if direct is None else replace(t, direct_return=t.name in direct)
-                for n, t in self._tools.items()
+                for n, t in self._listed.items()
                 if n in keep and n not in drop
             ),
             hidden=(t for n, t in self._hidden.items() if n not in drop),
@@ -253,8 +279,8 @@ class ToolRegistry:
         return tool is not None and tool.read_only
 
     def intents(self) -> dict[str, Any]:
-        """Every fast-path intent the tools declare: intent name → handler."""
-        return {name: handler for t in self._tools.values() for name, handler in t.intents.items()}
+        """Every fast-path intent the *listed* tools declare: intent name → handler."""
+        return {name: handler for t in self._listed.values() for name, handler in t.intents.items()}
 
     async def call(
         self, name: str, arguments: dict[str, Any] | str | None, *, request: str | None = None
@@ -285,7 +311,7 @@ class ToolRegistry:
             return done(False, f"Error: arguments for {name} must be a JSON object", {})
         tool = self.get(name)
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(self._listed) or "none"
             return done(False, f"Error: unknown tool {name!r}. Available tools: {known}", args)
         name = tool.name  # a hidden tool named without its category: the result names it in full
         kwargs = args
