@@ -26,7 +26,6 @@ import json
 import os
 import socket
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ import httpx
 from iris_voice.errors import IrisError
 from tests.support.hostile import replies as hostile_text
 from tools.bench.abuse_local import cli_classes, socket_classes
+from tools.bench.stats import percentile
 from tools.testbed.audiobed import VirtualAudio
 from tools.testbed.voicebed import ROOT, LiveDaemon
 
@@ -147,7 +147,7 @@ def measure(daemon: LiveDaemon, name: str, action: Callable[[], str]) -> Figures
         fig.lag_p99_ms, fig.lag_max_ms = _lag(daemon, time.monotonic() - t0)
     if probe.latencies:
         fig.ping_max_ms = max(probe.latencies)
-        fig.ping_p99_ms = statistics.quantiles(probe.latencies, n=100)[98] if len(probe.latencies) > 2 else 0
+        fig.ping_p99_ms = percentile(probe.latencies, 99)
     if probe.failures:
         fig.notes.append(f"{probe.failures} pings failed")
     return fig

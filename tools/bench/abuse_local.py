@@ -7,7 +7,6 @@ benchmark takes the loop lag, pings, CPU and memory around it.
 from __future__ import annotations
 
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from iris_voice.errors import IrisError
 from tests.support.hostile import local_user as hostile_local
+from tools.bench.stats import p50
 from tools.testbed.voicebed import ROOT, LiveDaemon
 
 STATUS_EVERY_S = 0.1
@@ -81,7 +81,7 @@ def socket_classes() -> dict[str, Callable[[LiveDaemon], str]]:
         after = dropped()
         lost = "-" if before is None or after is None else after - before
         return (
-            f"{len(took)} answered, median {statistics.median(took):.0f} ms, "
+            f"{len(took)} answered, median {p50(took):.0f} ms, "
             f"max {max(took):.0f} ms; microphone blocks dropped: {lost}"
         )
 

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 from iris_voice.audio.capture import MicCapture
 from iris_voice.audio.playback import SpeakerSink
 from iris_voice.config import AudioConfig
+from tools.bench.stats import p50
 from tools.testbed.audiobed import VirtualAudio
 
 
@@ -110,7 +110,7 @@ async def run(bed: VirtualAudio, seconds: float, trials: int) -> dict:
         "capture_frames_per_s": round(frames / seconds, 2),
         "capture_dropped": dropped,
         "speaker_idle_cpu_percent": round(speaker, 2),
-        "stop_latency_ms_median": round(1000 * statistics.median(latencies), 1),
+        "stop_latency_ms_median": round(1000 * p50(latencies), 1),
         "stop_latency_ms_max": round(1000 * max(latencies), 1),
         "stop_latency_ms_all": [round(1000 * v, 1) for v in latencies],
         "speaker_underflows": underflows,
@@ -132,7 +132,7 @@ def main() -> int:
         startups.append(bed.startup_seconds)
         bed.use_in_process()
         result = asyncio.run(run(bed, args.seconds, args.trials))
-    result = {"bed_startup_s_median": round(statistics.median(startups), 3), **result}
+    result = {"bed_startup_s_median": round(p50(startups), 3), **result}
     if args.json:
         print(json.dumps(result, indent=2))
     else:

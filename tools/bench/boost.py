@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import re
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from iris_voice.conversation.responder import Assistant
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.llm.openai_client import OpenAIBackend
 from iris_voice.timers.store import TimerStore
+from tools.bench.stats import p50
 
 
 def hours_spoken(reply: str) -> set[int]:
@@ -173,7 +173,7 @@ async def run_mode(mode: str, cfg: Config, planner, questions) -> list[Row]:
 
 
 def _median(values: list[float]) -> str:
-    return f"{statistics.median(values) / 1000:6.1f} s" if values else "     -  "
+    return f"{p50(values) / 1000:6.1f} s" if values else "     -  "
 
 
 def report(results: dict[str, list[Row]], planner_name: str) -> None:
@@ -210,7 +210,7 @@ def report(results: dict[str, list[Row]], planner_name: str) -> None:
             for mode, rows in results.items()
         )
         print(f"  {kind:6} {line}")
-    d, b = (statistics.median(r.total_ms for r in results[m]) for m in ("direct", "boost"))
+    d, b = (p50(r.total_ms for r in results[m]) for m in ("direct", "boost"))
     print(f"  boost/direct median total time: {b / d:.2f}x")
     print(
         "  NOTE: the planner is the same Qwen2.5-Coder-1.5B as the executor (nothing stronger is\n"

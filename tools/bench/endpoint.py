@@ -28,6 +28,7 @@ from iris_voice.config import AudioConfig
 from iris_voice.speech.vad import Segmenter, SileroDetector, UtteranceEnded
 from iris_voice.voice.listener import SPEECH_HYSTERESIS
 from tools.bench import endpoint_turn
+from tools.bench.stats import p50
 from tools.testbed.fixtures import BENCH, ENDPOINT, HESITATIONS, ensure_fixtures, load_manifest, read_wav
 
 HANGOVERS_MS = (200, 300, 400, 500, 600, 800)
@@ -99,7 +100,7 @@ def report(results: dict[str, dict[int, dict]], hangovers: tuple[int, ...]) -> N
         costs = [results[n][h]["cost_ms"] for n in questions if not results[n][h]["cut"]]
         costs = [c for c in costs if c is not None]
         mean = round(statistics.fmean(costs), 1) if costs else None
-        median = round(statistics.median(costs), 1) if costs else None
+        median = p50(costs, 1)
         print(f"  {h:>8}  {cuts_p:>4}/{len(pauses):<5}  {len(cuts_q):>6}/{len(questions):<6}  {mean!s:>9}  "
               f"{median!s:>7}  {' '.join(cuts_q)}")  # fmt: skip
 

@@ -20,7 +20,6 @@ command and question; their end of speech is Silero's last speech frame).
 from __future__ import annotations
 
 import json
-import statistics
 import time
 import wave
 from pathlib import Path
@@ -34,6 +33,7 @@ from iris_voice.speech.endpoint import CHECK_S, RECHECK_S, looks_unfinished
 from iris_voice.speech.turn import SmartTurnDetector
 from iris_voice.speech.vad import Segmenter, UtteranceEnded
 from iris_voice.voice.listener import SPEECH_HYSTERESIS
+from tools.bench.stats import p50
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
 HUMAN = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "human-speech"
@@ -226,15 +226,15 @@ def report(results: dict[str, dict[str, dict]]) -> None:
             res = results[policy]
             cuts = sum(res[n]["cut"] for n in mine)
             costs = [res[n]["cost_ms"] for n in mine if not res[n]["cut"] and res[n]["cost_ms"] is not None]
-            cost = round(statistics.median(costs)) if costs else None
+            cost = round(p50(costs)) if costs else None
             cells.append(f"{cuts:>3} / {cost!s:>5}")
         print(f"  {label:28} {len(mine):>3}" + "".join(f"{c:>22}" for c in cells))
     smart = results["smart_turn+words"]
     infer = [c for r in smart.values() for c in r["inference_ms"]]
     decode = [c for r in smart.values() for c in r["decode_ms"]]
     if infer and decode:
-        print(f"  here: Smart Turn inference p50 {statistics.median(infer):.0f} ms (max {max(infer):.0f}); "
-              f"Whisper decode of the words so far p50 {statistics.median(decode):.0f} ms "
+        print(f"  here: Smart Turn inference p50 {p50(infer):.0f} ms (max {max(infer):.0f}); "
+              f"Whisper decode of the words so far p50 {p50(decode):.0f} ms "
               f"(max {max(decode):.0f})")  # fmt: skip
     for policy in POLICIES:
         cut = [n for n, r in results[policy].items() if r["cut"]]

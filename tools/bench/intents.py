@@ -8,11 +8,11 @@ worst match time of each group and of all sentences. No model is needed.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 from iris_voice.conversation.fastpath import IntentMatcher
 from iris_voice.tools.builtin import declared_registry
+from tools.bench.stats import p50, p95
 
 COMMANDS = [
     "what time is it", "What time is it in Tokyo?", "what's the time in new york right now",
@@ -31,12 +31,6 @@ NEAR_MISSES = [
     "could you explain how a timer interrupt works on a microcontroller",
     "what is the capital of France",
 ]  # fmt: skip
-
-
-def pct(values: list[float], q: float) -> float:
-    """The q-quantile (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -62,14 +56,14 @@ def main() -> None:
                 times.append((time.perf_counter() - t0) * 1000)
             if (found is not None) != fast:
                 wrong.append(text)
-            per_sentence.append(statistics.median(times))
+            per_sentence.append(p50(times))
         every += per_sentence
         print(
-            f"{name:12} {len(sentences):3d} sentences: median {statistics.median(per_sentence):.2f} ms, "
-            f"p95 {pct(per_sentence, 0.95):.2f} ms, max {max(per_sentence):.2f} ms"
+            f"{name:12} {len(sentences):3d} sentences: median {p50(per_sentence):.2f} ms, "
+            f"p95 {p95(per_sentence):.2f} ms, max {max(per_sentence):.2f} ms"
             + (f"; NOT AS EXPECTED: {wrong}" if wrong else "")
         )
-    print(f"{'all':12} {len(every):3d} sentences: median {statistics.median(every):.2f} ms")
+    print(f"{'all':12} {len(every):3d} sentences: median {p50(every):.2f} ms")
 
 
 if __name__ == "__main__":

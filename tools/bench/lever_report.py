@@ -9,11 +9,10 @@ for the turns that lead up to a question after the fast path), ``first_audio_ms`
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
-from iris_voice.app.commands import percentile
 from tools.bench.report import NOISE
+from tools.bench.stats import p50, p95
 
 GROUPS = ("everyday", "chat", "after-fast-path", "after-announcement", "first-after-start")
 
@@ -24,7 +23,7 @@ def _values(rows: list[dict], group: str, key: str = "first_audio_ms") -> list[f
 
 
 def _med(values: list[float]) -> float | None:
-    return round(statistics.median(values), 1) if values else None
+    return p50(values, 1)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -71,9 +70,9 @@ def report(results: list[dict[str, Any]], naive: list[dict[str, Any]]) -> dict[s
         fig: dict[str, Any] = {}
         for g in (*GROUPS, "all"):
             v = _values(rows, g)
-            p50, p95 = percentile(v, 50), percentile(v, 95)
-            fig[g] = {"p50": p50, "p95": p95, "n": len(v)}
-            cells.append(f"{p50!s:>9} / {p95!s:>7} n{len(v):<2}" if v else f"{'-':>22}")
+            mid, high = p50(v, 1), p95(v, 1)
+            fig[g] = {"p50": mid, "p95": high, "n": len(v)}
+            cells.append(f"{mid!s:>9} / {high!s:>7} n{len(v):<2}" if v else f"{'-':>22}")
         print(f"  {res['config']:14}" + "".join(f"{c:>22}" for c in cells))
         chat_names = {r["name"] for r in rows if r.get("group") == "chat"}
         naive_chat = _med([v for n, v in naive_by.items() if n in chat_names and v is not None])

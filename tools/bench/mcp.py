@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -33,6 +32,7 @@ from iris_voice.conversation.responder import ask
 from iris_voice.tools.mcp.manager import McpManager, with_mcp_hint
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.tools.render import render
+from tools.bench.stats import p50
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root (the git MCP server's repository)."""
@@ -172,8 +172,8 @@ async def first_answer(host: str, model: str, state: Path, mode: str, runs: int)
                 f"  {mode:5} run {i}: {trace.first_sentence_ms:.0f} ms  calls={calls}  reply={trace.reply!r}"
             )
         return {
-            "median": statistics.median(times),
-            "total": statistics.median(totals),
+            "median": p50(times),
+            "total": p50(totals),
             "cold": cold,
             "used": used,
             "said": said,

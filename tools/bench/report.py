@@ -8,11 +8,10 @@ Rows are turn traces as tools/bench/voice.py collects them (``name``, ``first_au
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
-from iris_voice.app.commands import percentile
 from tools.bench.checks import correct
+from tools.bench.stats import p50, p95
 from tools.testbed.fixtures import BENCH
 
 STAGES = ("vad_hangover", "stt", "llm_first_token", "first_sentence", "tts_first_audio")
@@ -25,7 +24,7 @@ NOISE = "(2 cores shared with other agents' jobs: figures are noisy, compare wit
 def med(values: list[float | None]) -> float | None:
     """Median, or None for no values."""
     kept = [v for v in values if v is not None]
-    return round(statistics.median(kept), 1) if kept else None
+    return p50(kept, 1)
 
 
 def group_of(name: str) -> str:
@@ -122,16 +121,16 @@ def first_audio(iris: list[dict], naive: list[dict], live: list[dict]) -> dict[s
         i, n = _pick(iris, group), _pick(naive, group)
         line = f"  {group:9} n={len(i or n or _pick(live, group)):<3}"
         if iris:
-            line += f" iris {percentile(i, 50)!s:>7} / {percentile(i, 95)!s:>7}"
+            line += f" iris {p50(i, 1)!s:>7} / {p95(i, 1)!s:>7}"
         if naive:
-            line += f"   naive {percentile(n, 50)!s:>7} / {percentile(n, 95)!s:>7}"
+            line += f"   naive {p50(n, 1)!s:>7} / {p95(n, 1)!s:>7}"
         if live:
             d, s = _pick(live, group), _pick(live, group, "speaker_first_audio_ms")
-            line += f"   daemon {percentile(d, 50)!s:>7} / {percentile(d, 95)!s:>7}"
-            line += f"   speaker {percentile(s, 50)!s:>7} / {percentile(s, 95)!s:>7}"
+            line += f"   daemon {p50(d, 1)!s:>7} / {p95(d, 1)!s:>7}"
+            line += f"   speaker {p50(s, 1)!s:>7} / {p95(s, 1)!s:>7}"
         print(line)
-        out[group] = {"iris_p50": percentile(i, 50), "iris_p95": percentile(i, 95),
-                      "naive_p50": percentile(n, 50), "naive_p95": percentile(n, 95)}  # fmt: skip
+        out[group] = {"iris_p50": p50(i, 1), "iris_p95": p95(i, 1),
+                      "naive_p50": p50(n, 1), "naive_p95": p95(n, 1)}  # fmt: skip
     return out
 
 
@@ -143,11 +142,11 @@ def goals(iris: list[dict], naive: list[dict], live: list[dict]) -> dict[str, An
         every = _pick(rows, "everyday")
         if not every:
             continue
-        p50, p95 = percentile(every, 50), percentile(every, 95)
-        print(f"  {label}: everyday first audio median {p50} ms (goal <= {GOAL_MEDIAN_MS:.0f}) "
-              f"{_ok(p50 <= GOAL_MEDIAN_MS)};  p95 {p95} ms (goal <= {GOAL_P95_MS:.0f}) "
-              f"{_ok(p95 <= GOAL_P95_MS)}")  # fmt: skip
-        out[label] = {"everyday_p50": p50, "everyday_p95": p95}
+        mid, high = p50(every, 1), p95(every, 1)
+        print(f"  {label}: everyday first audio median {mid} ms (goal <= {GOAL_MEDIAN_MS:.0f}) "
+              f"{_ok(mid <= GOAL_MEDIAN_MS)};  p95 {high} ms (goal <= {GOAL_P95_MS:.0f}) "
+              f"{_ok(high <= GOAL_P95_MS)}")  # fmt: skip
+        out[label] = {"everyday_p50": mid, "everyday_p95": high}
     if iris and naive:
         # questions both answered (a naive turn that failed on a busy machine has no figure)
         names = {r["name"] for r in naive if r.get("first_audio_ms") is not None} & {

@@ -47,6 +47,7 @@ from iris_voice.conversation.toolpick import indexed, tools_block
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL
 from iris_voice.tools.render import render
 from iris_voice.tools.retrieval import ToolIndex
+from tools.bench.stats import p50
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
@@ -268,7 +269,7 @@ async def recall(state: Path, halves) -> dict[int, tuple[int, int]]:
     return table, everything
 
 
-def pct(values) -> str:
+def share(values) -> str:
     return f"{sum(values)}/{len(values)} = {sum(values) / len(values):.0%}" if values else "-"
 
 
@@ -303,7 +304,7 @@ async def static(configs, halves, count, state: Path) -> int:
                 mean = statistics.mean(tokens)
                 print(
                     f"  {name:10} {half_name:8} {mean:6.0f} tokens/turn = {mean / all_tokens:6.1%} of eager;"
-                    f" a right tool visible for MCP-only questions: {pct(shown)}"
+                    f" a right tool visible for MCP-only questions: {share(shown)}"
                 )
     devnull.close()
     return all_tokens
@@ -346,11 +347,11 @@ def summary_line(name: str, out: Outcome, all_tokens: int) -> str:
     syntax = sum(o["syntax"] for o in out.oos)
     brief = [o["brief"] for o in out.oos]
     n = len(out.oos)
-    median = lambda values: statistics.median(values) if values else 0.0  # noqa: E731
+    median = lambda values: p50(values) if values else 0.0  # noqa: E731
     cells = [
-        f"{name:10} {pct(out.right['dev']):>14} {pct(out.right['held-out']):>14}",
-        f"{side:>5}/{n:<6} {syntax:>4}/{n:<5} {pct(brief):>12}",
-        f"{tok:12.0f} {tok / all_tokens:7.1%} {pct(out.shown):>12}",
+        f"{name:10} {share(out.right['dev']):>14} {share(out.right['held-out']):>14}",
+        f"{side:>5}/{n:<6} {syntax:>4}/{n:<5} {share(brief):>12}",
+        f"{tok:12.0f} {tok / all_tokens:7.1%} {share(out.shown):>12}",
         f"{median(out.times):11.0f} {median(out.history_times):11.0f}",
     ]
     return " ".join(cells)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import threading
 import time
@@ -34,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.bench.rooms_speech import wer as word_edits
+from tools.bench.stats import p50, wer
 
 QUESTIONS = (
     "bench_time_here", "bench_date_today", "bench_day_today", "bench_multiply", "bench_percent",
@@ -72,12 +71,6 @@ LONG_TEXT = (
 )
 BARGE_INS = ("time_tokyo", "multiply", "espeak_time_tokyo", "endpoint_multiply_300", "endpoint_remind_300")
 """Questions a person asks over IRIS's voice (no wake word)."""
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    """Word error rate, compared as ``bench-human-speech`` compares (numbers spelled out)."""
-    edits, words = word_edits(reference, hypothesis)
-    return edits / max(1, words)
 
 
 def _loud_ends(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[int]:
@@ -242,7 +235,7 @@ def report(results: list[dict[str, Any]]) -> str:
             f"{r['config']:<10} {r['room']['delay_ms']:>5.1f} ms {r['room']['gain_db']:>6.1f} dB  "
             f"{s['replies']:>7}  {s['self_turns']:>10}  {s['self_interruptions']:>15}  "
             f"{s['ignored_own_voice']:>17}  {len(stops):>14}/{len(b):<5}  {early:>17}  "
-            f"{statistics.median(stops) if stops else float('nan'):>11.0f}  "
+            f"{p50(stops) if stops else float('nan'):>11.0f}  "
             f"{(sum(wers) / len(wers)) if wers else float('nan'):>8.2f}"
         )
     lines.append("(stop: from the start of the person's speech to IRIS's last loud 20 ms; WER over")

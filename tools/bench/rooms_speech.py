@@ -7,9 +7,9 @@ Silero VAD and endpointer, then the configured Whisper model. A clip the endpoin
 drops has no transcript and counts as all words missed. Printed per clip: the expected
 words, the transcript, the word error rate; then the pooled WER (edits / reference words).
 
-Words are compared normalized: lower case, punctuation and apostrophes dropped, digits
-spelled out ("10" = "ten"); a wake word said before the command ("alexa …", "hi esp …")
-is part of the expected text, as it was said.
+Words are compared normalized (``tools.bench.stats.normalize``): lower case, punctuation
+and apostrophes dropped, digits spelled out ("10" = "ten"); a wake word said before the
+command ("alexa …", "hi esp …") is part of the expected text, as it was said.
 
 The time, date and timer questions among the clips are then checked end to end as
 answered in the same run, on the fast path (no language model): "what time is it" must
@@ -34,24 +34,13 @@ from typing import Any
 
 from iris_voice.app.filemode import FileTurns
 from iris_voice.config import load
-from tools.bench.stt import edits, words
+from tools.bench.stats import normalize, pooled_wer, wer, word_errors
 
 HUMAN = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "human-speech"
 KINDS = ("command", "question", "other")
 UNREACHABLE_LLM = "http://127.0.0.1:9"
 """Where the language model is said to be: nowhere. The clips are about hearing; the ones
 the fast path answers need no model, and the others fail at once instead of waiting."""
-
-
-def normalize(text: str) -> list[str]:
-    """Words as compared: lower case, no punctuation or apostrophes, numbers spelled out."""
-    return [w.replace("'", "") for w in words(text)]
-
-
-def wer(ref: str, hyp: str) -> tuple[int, int]:
-    """Word edits between ``ref`` and ``hyp``, and the reference's word count."""
-    r, h = normalize(ref), normalize(hyp)
-    return edits(r, h), len(r)
 
 
 def check_answer(
@@ -94,7 +83,7 @@ async def run(human: Path, config: str | None) -> dict[str, Any]:
                 before = datetime.fromtimestamp(service.clock.now(), service.tz)
                 turns = await ft.run(human / clip["file"])
                 heard = " ".join(t["transcript"] for t in turns)
-                e, n = wer(clip["text"], heard)
+                e, n = word_errors(clip["text"], heard)
                 timers = await service.list()
                 after = datetime.fromtimestamp(service.clock.now(), service.tz)
                 answer = check_answer(clip["text"], turns, timers, (before, after))
@@ -102,13 +91,13 @@ async def run(human: Path, config: str | None) -> dict[str, Any]:
                     await service.cancel(str(t.id))
                 rows.append({"file": clip["file"], "kind": clip["kind"], "expected": clip["text"],
                              "transcript": heard, "turns": len(turns), "edits": e, "words": n,
-                             "wer": round(e / n, 3), "answer": answer})  # fmt: skip
-    edits_total, words_total = sum(r["edits"] for r in rows), sum(r["words"] for r in rows)
+                             "wer": round(wer(clip["text"], heard), 3), "answer": answer})  # fmt: skip
+    pooled = pooled_wer((r["edits"], r["words"]) for r in rows)
     answers = [r["answer"] for r in rows if r["answer"] is not None]
     return {
         "stt_model": cfg.stt.model,
         "clips": rows,
-        "wer": round(edits_total / words_total, 3) if words_total else None,
+        "wer": None if pooled is None else round(pooled, 3),
         "dropped": sum(1 for r in rows if r["turns"] == 0),
         "answers_ok": sum(1 for a in answers if a == "ok"),
         "answers": len(answers),

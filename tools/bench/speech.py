@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 
 import numpy as np
@@ -26,6 +25,7 @@ from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.tts import PiperSynthesizer
 from iris_voice.speech.vad import SileroDetector
 from iris_voice.speech.wake import OpenWakeWordDetector
+from tools.bench.stats import p50
 from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav
 
 FRAME_MS = 1000 * FRAME_SAMPLES / SAMPLE_RATE
@@ -41,7 +41,7 @@ REPLIES = {
 
 def median_ms(samples: list[float]) -> float:
     """Median of durations in seconds, in milliseconds."""
-    return 1000 * statistics.median(samples)
+    return 1000 * p50(samples)
 
 
 async def bench_stt(repeat: int) -> None:
@@ -72,8 +72,8 @@ async def bench_stt(repeat: int) -> None:
             f"{ratios[-1]:9.2f}  {text}"
         )
     print(
-        f"  median real-time factor: tiny.en {statistics.median(rtf['tiny.en']):.2f}, "
-        f"base {statistics.median(rtf['base']):.2f}; base/tiny {statistics.median(ratios):.2f}x"
+        f"  median real-time factor: tiny.en {p50(rtf['tiny.en']):.2f}, "
+        f"base {p50(rtf['base']):.2f}; base/tiny {p50(ratios):.2f}x"
     )
 
 
@@ -96,7 +96,7 @@ async def bench_tts(repeat: int) -> None:
             totals.append(time.perf_counter() - start)
             firsts.append(first or 0.0)
             audio_s = samples / synth.sample_rate
-        total = statistics.median(totals)
+        total = p50(totals)
         print(
             f"  {label:6} {count:6} {audio_s:7.2f} {median_ms(firsts):8.0f} {1000 * total:8.0f} "
             f"{total / audio_s:5.2f}"

@@ -6,7 +6,8 @@ in one pass after the endpointer decides (today's path), once with a
 ``stt_stream.IncrementalSession`` fed while it is spoken. Printed per group (short questions,
 long multi-sentence utterances made by joining fixtures with natural pauses):
 
-- WER of each mode against the reference text (pooled: edits / reference words), and
+- WER of each mode against the reference text (pooled: edits / reference words, words
+  normalized as ``tools.bench.stats.normalize``), and
   how often the two transcripts differ;
 - end of speech → final transcript: from the endpointer's decision to the text, median,
   and the incremental/single ratio of the medians; partial decodes per utterance.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +32,13 @@ from iris_voice.speech.stt_stream import StreamingTranscriber
 from iris_voice.speech.vad import SileroDetector
 from iris_voice.voice.heard import Heard, UtteranceReady
 from iris_voice.voice.listener import Listener
+from tools.bench.stats import (
+    edits,  # noqa: F401 (tests/speech/test_whisper_window_models.py imports it here)
+    normalize,
+    p50,
+    pooled_wer,
+    word_errors,
+)
 from tools.testbed.fixtures import BENCH, ensure_fixtures, load_manifest, read_wav
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
@@ -46,37 +53,6 @@ LONG = [
     ["bench_time_london", "bench_ten_minute_timer", "bench_time_new_york", "bench_multiply"],
 ]
 """Multi-sentence utterances: fixtures' speech joined with ``GAP_S`` pauses."""
-
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()  # noqa: E501
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-
-
-def _number(n: int) -> str:
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
-    if n < 1000:
-        rest = n % 100
-        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + _number(rest))
-    return str(n)
-
-
-def words(text: str) -> list[str]:
-    """Normalized words: lower case, digits spelled out, punctuation and "and"/"hey" fillers kept."""
-    text = text.lower().replace("%", " percent")
-    text = re.sub(r"\d+", lambda m: " " + _number(int(m.group())) + " ", text)
-    return re.findall(r"[a-z']+", text)
-
-
-def edits(ref: list[str], hyp: list[str]) -> int:
-    """Word-level Levenshtein distance."""
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1]
 
 
 def utterance_audio(parts: list[str], manifest: dict) -> tuple[np.ndarray, str, int]:
@@ -167,16 +143,17 @@ def report(label: str, rows: list[dict]) -> None:
     """Print one group's figures."""
     out = {}
     for mode in ("single", "incremental"):
-        errs = sum(edits(words(r["ref"]), words(r[mode]["text"])) for r in rows)
-        total = sum(len(words(r["ref"])) for r in rows)
-        e2t = statistics.median(r[mode]["e2t_ms"] for r in rows)
-        wall = statistics.median(r[mode]["wall_ms"] for r in rows)
-        cpu = statistics.median(r[mode]["cpu_s"] for r in rows)
-        out[mode] = (errs / total, e2t, wall, cpu)
-        print(f"  {label:6} {mode:12} WER {errs / total:6.1%} ({errs}/{total} words)   medians: "
+        counts = [word_errors(r["ref"], r[mode]["text"]) for r in rows]
+        errs, total = sum(e for e, _ in counts), sum(n for _, n in counts)
+        e2t = p50(r[mode]["e2t_ms"] for r in rows)
+        wall = p50(r[mode]["wall_ms"] for r in rows)
+        cpu = p50(r[mode]["cpu_s"] for r in rows)
+        rate = pooled_wer(counts)
+        out[mode] = (rate, e2t, wall, cpu)
+        print(f"  {label:6} {mode:12} WER {rate:6.1%} ({errs}/{total} words)   medians: "
               f"end-of-speech decision -> transcript {e2t:5.0f} ms, last speech sample -> transcript "
               f"{wall:5.0f} ms, CPU {cpu:4.2f} s")  # fmt: skip
-    differ = sum(words(r["single"]["text"]) != words(r["incremental"]["text"]) for r in rows)
+    differ = sum(normalize(r["single"]["text"]) != normalize(r["incremental"]["text"]) for r in rows)
     partials = statistics.mean(r["incremental"].get("stt_partials", 0) for r in rows)
     ratio = out["incremental"][1] / out["single"][1]
     wall = out["incremental"][2] / out["single"][2]
@@ -207,7 +184,7 @@ async def main(args: argparse.Namespace) -> None:
                     row[mode] = await run_one(audio, end, stt, vad, mode == "incremental")
                 results[group].append(row)
                 s, i = row["single"], row["incremental"]
-                es, ei = (edits(words(ref), words(r["text"])) for r in (s, i))
+                es, ei = (word_errors(ref, r["text"])[0] for r in (s, i))
                 print(f"  {row['name'][:38]:38} {len(audio) / SAMPLE_RATE:4.1f}s single {s['e2t_ms']:5.0f} ms"
                       f" {es} err  incr {i['e2t_ms']:5.0f} ms {ei} err ({i.get('stt_partials')} partial)"
                       + ("" if not (es or ei) else f"\n      single: {s['text']!r}"

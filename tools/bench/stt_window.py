@@ -11,7 +11,7 @@ window when the short decode looks wrong; the fallback's time is included). Sets
 - ``cut``: the same fixtures cut 0.1 s after their speech ends, as an incremental
   session hands a pause's audio to the decoder (little silence after the words).
 
-Printed per set and mode: decode ms p50/p95, WER (pooled, ``rooms_speech.wer``), finished
+Printed per set and mode: decode ms p50/p95, WER (pooled, ``stats.word_errors``), finished
 transcripts with a back-to-back repetition (``whisper_window.repetition``), fallbacks to
 the full window and why, transcripts that differ from the full window's.
 
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from iris_voice.app.commands import percentile
 from iris_voice.config import SttConfig
 from iris_voice.speech.stt import FasterWhisperTranscriber
 from iris_voice.speech.whisper_window import ShortWindow, repetition
-from tools.bench.rooms_speech import HUMAN, KINDS, normalize, wer
+from tools.bench.rooms_speech import HUMAN, KINDS
+from tools.bench.stats import normalize, p50, p95, word_errors
 from tools.testbed.fixtures import ensure_fixtures, load_manifest, read_wav
 
 CUT_AFTER_S = 0.1
@@ -77,8 +77,8 @@ def summary(label: str, clips: list[dict], rows: list[dict], full: list[dict]) -
     """One line of figures for a set decoded one way."""
     ms = [r["ms"] for r in rows]
     counted = [(c, r) for c, r in zip(clips, rows, strict=True) if c["wer"]]
-    edits = [wer(c["ref"], r["text"]) for c, r in counted]
-    e, n = sum(x for x, _ in edits), sum(y for _, y in edits)
+    counts = [word_errors(c["ref"], r["text"]) for c, r in counted]
+    e, n = sum(x for x, _ in counts), sum(y for _, y in counts)
     loops = sum(repetition(r["text"]) for r in rows)
     reasons: dict[str, int] = {}
     for r in rows:
@@ -87,7 +87,7 @@ def summary(label: str, clips: list[dict], rows: list[dict], full: list[dict]) -
     differ = sum(normalize(r["text"]) != normalize(f["text"]) for r, f in zip(rows, full, strict=True))
     fb = sum(reasons.values())
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-    return (f"  {label:10} decode p50 {percentile(ms, 50):6.0f} ms  p95 {percentile(ms, 95):6.0f} ms  "
+    return (f"  {label:10} decode p50 {p50(ms):6.0f} ms  p95 {p95(ms):6.0f} ms  "
             f"WER {e / n:6.1%} ({e}/{n})  repeats {loops}  fallbacks {fb}{f' ({why})' if why else ''}  "
             f"differ from full {differ}/{len(rows)}")  # fmt: skip
 
@@ -114,9 +114,9 @@ def main(args: argparse.Namespace) -> None:
                 texts = {label: rows[i]["text"] for label, rows in results.items()}
                 if len({" ".join(normalize(t)) for t in texts.values()}) > 1:
                     print(f"    {clip['name']}: " + " | ".join(f"{k}: {v!r}" for k, v in texts.items()))
-        p50 = {label: percentile([r["ms"] for r in rows], 50) for label, rows in results.items()}
+        mid = {label: p50(r["ms"] for r in rows) for label, rows in results.items()}
         print("  p50 ratio short/full: " + ", ".join(
-            f"{label} {p50[label] / p50['full']:.2f}" for label in results if label != "full"))  # fmt: skip
+            f"{label} {mid[label] / mid['full']:.2f}" for label in results if label != "full"))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import tempfile
 import uuid
 from contextlib import ExitStack
@@ -25,6 +24,7 @@ from iris_voice.app.assembly import build_app
 from iris_voice.config import Config, IntentsConfig, LlmConfig, ToolsConfig
 from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.tools.render import FORMATS, render
+from tools.bench.stats import p50
 
 T, C, S, L, X, R = (
     "get_current_time",
@@ -144,10 +144,7 @@ async def run(host: str, model: str, model_path: Path | None, quick: bool) -> No
     print(f"\n== Tool-call accuracy over {len(cases)} phrasings")
     for mode in ("native", "text"):
         good, times, misses = await accuracy(cfg, mode, cases)
-        print(
-            f"  {mode:6} {good}/{len(cases)} = {good / len(cases):.0%}"
-            f"   median turn {statistics.median(times):.0f} ms"
-        )
+        print(f"  {mode:6} {good}/{len(cases)} = {good / len(cases):.0%}   median turn {p50(times):.0f} ms")
         for m in misses:
             print(f"         miss: {m}")
     cold, warm = await cache_reuse(cfg)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import tempfile
 import time
 import wave
@@ -46,6 +45,7 @@ from iris_voice.speech.tts import PiperSynthesizer
 from iris_voice.speech.wyoming_client import describe
 from iris_voice.speech.wyoming_stt import WyomingTranscriber, stt_endpoint
 from iris_voice.speech.wyoming_tts import WyomingSynthesizer
+from tools.bench.stats import p50, p95
 from tools.testbed.fixtures import ensure_fixtures, fixture, read_wav
 from tools.testbed.hubs import hub_process, stop_process
 from tools.testbed.wyoming_servers import speech_servers
@@ -65,17 +65,11 @@ TURNS = ["bench_time_tokyo", "bench_multiply", "bench_date_today"]
 """Fast-path questions for whole turns (answered without the language model)."""
 
 
-def pct(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def line(label: str, local: list[float], remote: list[float]) -> None:
     """Medians of both, and the paired overhead's p50/p95 (ms)."""
     diff = [r - loc for loc, r in zip(local, remote, strict=True)]
-    loc, rem, p50, p95 = statistics.median(local), statistics.median(remote), pct(diff, 0.5), pct(diff, 0.95)
-    print(f"  {label:42} local {loc:7.1f}  remote {rem:7.1f}  overhead p50 {p50:+6.1f}  p95 {p95:+6.1f}"
+    loc, rem, mid, high = p50(local), p50(remote), p50(diff), p95(diff)
+    print(f"  {label:42} local {loc:7.1f}  remote {rem:7.1f}  overhead p50 {mid:+6.1f}  p95 {high:+6.1f}"
           f"  (n={len(diff)})")  # fmt: skip
 
 
@@ -138,8 +132,8 @@ async def bench_stt(stt_uri: str, rounds: int, tmp: Path, server_style: bool = T
     line("IRIS's decode vs remote (what you get)", times["local"], times["remote"])
     if server_style:
         line("server's decode here vs remote (protocol)", times["server-style"], times["remote"])
-    print(f"  of the remote time, connecting and sending the audio: p50 {pct(sent, 0.5):.2f}  "
-          f"p95 {pct(sent, 0.95):.2f}")  # fmt: skip
+    print(f"  of the remote time, connecting and sending the audio: p50 {p50(sent):.2f}  "
+          f"p95 {p95(sent):.2f}")  # fmt: skip
     for other in [e for e in engines if e != "remote"]:
         same = sum(texts[other][n].lower() == texts["remote"][n].lower() for n in QUESTIONS)
         print(f"  same transcript as the remote server: {other} {same}/{len(QUESTIONS)}")
@@ -189,7 +183,7 @@ async def bench_floor(stt_uri: str, n: int = 50) -> None:
         await describe(endpoint)
         times.append((time.perf_counter() - start) * 1000)
     print(f"\nProtocol floor: connect + describe -> info + close, ms (n={n}): "
-          f"p50 {pct(times, 0.5):.2f}  p95 {pct(times, 0.95):.2f}")  # fmt: skip
+          f"p50 {p50(times):.2f}  p95 {p95(times):.2f}")  # fmt: skip
 
 
 async def bench_turns(stt_uri: str, tts_uri: str, rounds: int, tmp: Path) -> None:

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.pipeline import PipelineStage, RunPipeline
 
+from tools.bench.stats import p50, p95
 from tools.testbed.hubs import hub_process, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,16 +113,6 @@ async def satellite(port: int, name: str, questions: list[tuple[str, np.ndarray]
         await client.disconnect()
 
 
-def pct(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) by linear interpolation."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 async def run_level(port: int, n: int, questions: list[tuple[str, np.ndarray]], turns: int) -> dict[str, Any]:
     """``n`` satellites at once, each asking ``turns`` questions; the figures."""
     results: list[dict[str, Any]] = []
@@ -133,8 +123,8 @@ async def run_level(port: int, n: int, questions: list[tuple[str, np.ndarray]], 
     firsts = [r["first_audio_ms"] for r in results if r["first_audio_ms"] is not None]
     return {
         "n": n, "turns": len(results), "wall_s": wall, "turns_per_min": len(results) / wall * 60,
-        "p50": pct(firsts, 0.5), "p95": pct(firsts, 0.95),
-        "turn_p50_s": statistics.median(r["turn_s"] for r in results),
+        "p50": p50(firsts) if firsts else float("nan"), "p95": p95(firsts) if firsts else float("nan"),
+        "turn_p50_s": p50(r["turn_s"] for r in results),
         "handled": sum(r["end"] == "handled" for r in results), "results": results,
     }  # fmt: skip
 
