@@ -176,12 +176,17 @@ def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
             continue  # an IPv6 pair is never in the IPv4 table
         try:
             want = (_proc_address(plain[0], peer[1], v6), _proc_address(plain[1], local[1], v6))
-            with open(path, encoding="ascii") as table:
-                next(table, None)
-                for line in table:
-                    fields = line.split()
-                    if len(fields) > 7 and (fields[1], fields[2]) == want:
-                        return int(fields[7])
+            with open(path, encoding="ascii") as file:
+                table = file.read()
+            # One substring search, not a split per line: with thousands of sockets in
+            # TIME_WAIT the table is megabytes, and a flood of connections reads it each time.
+            at = table.find(f" {want[0]} {want[1]} ")
+            if at < 0:
+                continue
+            end = table.find("\n", at)
+            fields = table[table.rfind("\n", 0, at) + 1 : end if end >= 0 else None].split()
+            if len(fields) > 7:
+                return int(fields[7])
         except (OSError, ValueError):
             continue
     return None
