@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -34,6 +35,7 @@ from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin import build_registry
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
+from iris_voice.voice.phrases import is_wake_phrase_alone
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
     from iris_voice.tools.mcp.manager import McpManager
@@ -126,6 +128,7 @@ def build_listener(
             audio.end_of_turn_threshold,
             silence_s=audio.vad_hangover_ms / 1000,
             recheck_s=audio.end_of_turn_recheck_ms / 1000,
+            lead_in=functools.partial(is_wake_phrase_alone, cfg.wake.model),
         )
     return Listener(
         cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end

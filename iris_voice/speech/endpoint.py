@@ -106,8 +106,12 @@ class TurnEnd:
         check_s: float = CHECK_S,
         silence_s: float = 0.4,
         recheck_s: float = RECHECK_S,
+        lead_in: Callable[[str], bool] | None = None,
     ) -> None:
         self.detector = detector
+        self.lead_in = lead_in
+        """Words that only open a turn (the wake phrase alone, said in a follow-up window where
+        no wake word holds the capture): a pause after them is never the end."""
         """The turn detector; None: ``silence_s`` of silence is the sound's verdict."""
         self.threshold = threshold
         """Probability from which a turn counts as complete (``audio.end_of_turn_threshold``)."""
@@ -159,7 +163,8 @@ class TurnEnd:
         said = words()
         if said.pending:
             return False  # the answer needs these words anyway: wait for them
-        if said.text is not None and looks_unfinished(said.text):
+        lead_in = said.text is not None and self.lead_in is not None and self.lead_in(said.text)
+        if said.text is not None and (looks_unfinished(said.text) or lead_in):
             self._vetoed = True
             self.vetoes += 1
             log.debug("end of turn: %r sounds finished but stops on an open word; waiting", said.text)

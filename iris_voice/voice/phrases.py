@@ -42,6 +42,12 @@ def strip_wake_phrase(wake_name: str, text: str) -> str:
     return text
 
 
+def is_wake_phrase_alone(wake_name: str, text: str) -> bool:
+    """Whether ``text`` is the wake phrase and nothing else ("Hey Jarvis." — the question is
+    still to come)."""
+    return bool(re.search(r"\w", text)) and not re.search(r"\w", strip_wake_phrase(wake_name, text))
+
+
 def is_stop_command(text: str) -> bool:
     """True for "stop", "be quiet", "never mind"… said on their own."""
     words = re.sub(r"[^\w' ]+", " ", text.lower()).split()

@@ -51,7 +51,7 @@ from iris_voice.voice.heard import (
 )
 from iris_voice.voice.held import HeldTurn
 from iris_voice.voice.listener import Listener
-from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase
+from iris_voice.voice.phrases import is_stop_command, is_wake_phrase_alone, strip_wake_phrase
 from iris_voice.voice.servergone import UNREACHABLE, not_transcribed, say_stt_unreachable, voice_gone
 from iris_voice.voice.speaker import ReplySpeaker, SpokenReply
 from iris_voice.voice.turnrecord import stop_trace, voice_turn_record
@@ -288,6 +288,7 @@ class VoicePipeline:
                 await self._stt_unreachable(utt, exc, timings)
                 return
             timings["stt"] = round((self._clock() - started) * 1000, 1)
+            wake_alone = is_wake_phrase_alone(self._wake_name, text)
             text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
@@ -302,6 +303,11 @@ class VoicePipeline:
             if utt.trigger is Trigger.ALARM and not is_stop_command(text):
                 log.info("heard %r over a ringing alarm without the wake word: not a stop, ignored", text)
                 return
+            if wake_alone and utt.trigger is not Trigger.ALARM:
+                # "Hey Jarvis." and a long pause (or a capture cut there): the question is yet
+                # to come, and must not need the wake word a second time.
+                log.info("heard the wake phrase alone: listening for the question")
+                self.listener.follow_up()
             if not re.search(r"\w", text) or is_stop_command(text):
                 self._drop_held()
                 if re.search(r"\w", text):

@@ -224,3 +224,14 @@ async def test_asked_once_per_pause_when_rechecks_are_off():
         h.utterance for h in (out.get_nowait() for _ in range(out.qsize())) if isinstance(h, UtteranceReady)
     ]
     assert len(detector.asked) == 1 and utt.end_reason == "silence"  # the unsure verdict waited the maximum
+
+
+async def test_the_wake_phrase_alone_is_never_the_end_of_a_turn():
+    # A follow-up capture has no wake word to hold it: "Hey Jarvis." at a pause only opens the turn.
+    end = TurnEnd(None, silence_s=0.4, lead_in=lambda text: text.strip(" .,!").lower() == "hey jarvis")
+    audio = lambda: np.zeros(16000, np.int16)  # noqa: E731
+    assert not end.frame(0.4, audio, lambda: Words("Hey Jarvis.", False))
+    assert end.vetoes == 1
+    end.frame(0, audio)  # speech: the question
+    assert end.frame(0.4, audio, lambda: Words("Hey Jarvis. What time is it?", False))
+    assert TurnEnd(None, silence_s=0.4).frame(0.4, audio, lambda: Words("Hey Jarvis.", False))

@@ -23,7 +23,12 @@ from iris_voice.events import (
 )
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
-from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase, wake_phrase_pattern
+from iris_voice.voice.phrases import (
+    is_stop_command,
+    is_wake_phrase_alone,
+    strip_wake_phrase,
+    wake_phrase_pattern,
+)
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.servergone import UNREACHABLE
 from iris_voice.voice.speaker import ReplySpeaker
@@ -405,3 +410,24 @@ async def test_a_turn_detector_does_not_end_a_follow_up_while_the_wake_word_is_s
     await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + tail))
     assert [t["trigger"] for t in h.pipeline.turns] == ["wake_word", "wake_word"]
     assert len(h.stt.audio[1]) / 16000 >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "alone"),
+    [("Hey Jarvis.", True), ("hey, jarvis!", True), ("Hey Jervis", True),
+     ("Hey Jarvis, what time is it?", False), ("", False), ("What does Jarvis mean?", False)],
+)  # fmt: skip
+def test_the_wake_phrase_alone_is_told_from_a_question(text, alone):
+    assert is_wake_phrase_alone("hey_jarvis", text) is alone
+
+
+async def test_the_wake_phrase_alone_in_a_follow_up_waits_for_the_question_without_the_wake_word():
+    # In a follow-up window no wake word holds the capture: "Hey Jarvis." then a long pause
+    # ended it; the question that comes next must still be heard.
+    h = Harness(
+        ScriptedBackend("One.", "Two."), FakeStt("first", "Hey Jarvis.", "and then?"), follow_up_s=5.0
+    )
+    await h.run(ScriptSource(QUESTION + frames(SILENCE, 1.5) + frames(SPEECH, 0.6) + frames(SILENCE, 2.0)
+                             + frames(SPEECH, 0.6)))  # fmt: skip
+    assert h.tts.spoken == ["One.", "Two."]
+    assert [t["transcript"] for t in h.pipeline.turns] == ["first", "and then?"]
