@@ -13,7 +13,14 @@ was spoken, not the tokens the model wrote.
 ``PromptWarmer`` closes that gap while IRIS is idle: when the conversation moved on
 since the last warm-up, it sends the conversation so far with a one-token answer
 (``ChatLoop.warmup``). A turn cancels it the moment it starts: the server stops at its
-next batch and the turn goes on from what was evaluated, never waiting behind a warm-up.
+next batch and the turn goes on from what was evaluated.
+
+A server evaluates a prompt in batches (Ollama's default is 512 tokens) and stops only
+between them, so a cancelled warm-up of a whole trimmed history (~250 tokens, 4-5 s on two
+cores) still held the next question until it finished (5.7 and 13.8 s of first audio in a
+30-turn conversation). The warm-up therefore goes in steps of whole messages of about
+``STEP_TOKENS`` each, from the first message the server has not seen from IRIS's last
+warm-up: a question waits at most for one step, and every step's work stays cached.
 """
 
 from __future__ import annotations
@@ -24,10 +31,32 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from iris_voice.conversation.history import Conversation, Message
+from iris_voice.conversation.history import Conversation, Message, estimated_tokens
 from iris_voice.errors import LlmError
 
 log = logging.getLogger(__name__)
+
+STEP_TOKENS = 96
+"""New tokens one warm-up request adds at most (whole messages; a longer message is one step):
+about 1.5 s of evaluation for a 1.5B model on two cores, the longest a question waits for it."""
+
+
+def warm_steps(messages: list[Message], cached: list[Message], step_tokens: float = STEP_TOKENS) -> list[int]:
+    """Where each warm-up step ends (message counts, the last one ``len(messages)``): steps of
+    about ``step_tokens`` new tokens, from the first message that differs from ``cached``."""
+    same = 0
+    for old, new in zip(cached, messages, strict=False):
+        if old != new:
+            break
+        same += 1
+    ends: list[int] = []
+    size = 0.0
+    for i in range(same, len(messages)):
+        size += estimated_tokens([messages[i]])
+        if size >= step_tokens and i + 1 < len(messages):
+            ends.append(i + 1)
+            size = 0.0
+    return [*ends, len(messages)]
 
 
 class PromptWarmer:
@@ -45,6 +74,9 @@ class PromptWarmer:
         """``llm.warm_cache``: off leaves the cache to the turns themselves."""
         self._task: asyncio.Task[None] | None = None
         self._warmed: int | None = None  # the conversation version the cache holds
+        self._cached: list[Message] = []  # the messages of the last warm-up step that finished
+        self.steps = 0
+        """Warm-up requests sent (a warm-up of a long change is several)."""
         self.warmups = 0
         """Warm-ups that ran to the end."""
         self.cancelled = 0
@@ -60,6 +92,7 @@ class PromptWarmer:
     def warmed(self) -> None:
         """The cache holds the conversation as it is now (the start-up warm-up did it)."""
         self._warmed = self._conversation.version
+        self._cached = self._conversation.messages()
 
     def idle(self) -> None:
         """IRIS has nothing to do: warm the cache if the conversation moved on since."""
@@ -83,8 +116,12 @@ class PromptWarmer:
     async def _run(self) -> None:
         version = self._conversation.version
         started = time.perf_counter()
+        messages = self._conversation.messages()
         try:
-            await self._warm(self._conversation.messages())
+            for end in warm_steps(messages, self._cached):
+                await self._warm(messages[:end])
+                self._cached = messages[:end]
+                self.steps += 1
         except LlmError as exc:  # the next turn reports a dead server; a warm-up only logs it
             log.info("prompt warm-up failed: %s [%s]", exc.message, exc.code)
             return

@@ -10,6 +10,7 @@ from typing import Any
 
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.responder import ask
+from iris_voice.conversation.warm import warm_steps
 from iris_voice.errors import Code, LlmError
 from iris_voice.llm.client import ChatChunk
 from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
@@ -131,3 +132,32 @@ async def test_the_voice_pipeline_warms_the_cache_once_a_reply_is_over():
     (warm,) = backend.warmups  # after the turn, not during it
     assert warm["messages"][1:-1] == h.chat.conversation.messages()
     assert h.pipeline.turns[-1]["reply"] == "It is noon in Tokyo."
+
+
+def _turn(i: int, words: int = 40) -> list[dict[str, str]]:
+    text = " ".join(f"word{i}-{n}" for n in range(words))
+    return [{"role": "user", "content": text}, {"role": "assistant", "content": text}]
+
+
+def test_warm_steps_start_where_the_cache_ends_and_add_about_a_step_each():
+    history = [m for i in range(6) for m in _turn(i, words=50)]  # ~120 estimated tokens a message
+    assert warm_steps(history, history[:10]) == [11, 12]  # one new turn of two long messages
+    ends = warm_steps(history, [])  # a trimmed history: nothing cached matches
+    assert ends[-1] == 12 and len(ends) > 3 and ends == sorted(set(ends))
+    assert warm_steps(history[:4], history[1:5]) == [1, 2, 3, 4]  # differs from the first message
+
+
+async def test_a_long_change_is_warmed_in_steps_and_a_turn_keeps_what_was_done():
+    backend = ScriptedBackend("Fine.")
+    assistant = chat_assistant(backend, builtin_registry())
+    for i in range(4):
+        assistant.conversation.add(_turn(i))
+    assistant.idle()
+    await assistant.warmer.settle()
+    sizes = [len(w["messages"]) for w in backend.warmups]
+    assert len(sizes) >= 3 and sizes == sorted(sizes)  # growing prefixes of one conversation
+    assert backend.warmups[-1]["messages"][1:-1] == assistant.conversation.messages()
+    assistant.conversation.add(_turn(9, words=5))  # a short new turn: one more request
+    assistant.idle()
+    await assistant.warmer.settle()
+    assert len(backend.warmups) == len(sizes) + 1
