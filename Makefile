@@ -167,6 +167,13 @@ bench-abuse: setup audio-deps
 	$(BIN)/python -m tools.bench.text_paths --sizes 2000,16000 --budget 3
 	$(BIN)/python -m tools.bench.abuse
 
+# Hostile clients against a real `iris serve` (rate-1 audio, idle and unauthenticated slot
+# holders, name takeover, 10,000 names, a wrong-token flood): loop lag, RSS growth and a good
+# client's latency per class; `make bench-abuse-serve CLASSES=idle-holders` runs one.
+.PHONY: bench-abuse-serve
+bench-abuse-serve: setup
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.abuse_serve $(if $(CLASSES),--classes $(CLASSES))
+
 # 200 mixed turns through the live daemon: RSS, file descriptors, threads, timers fired once.
 soak: setup audio-deps
 	$(BIN)/python -m tools.bench.soak $(if $(TURNS),--turns $(TURNS))
