@@ -158,22 +158,34 @@ class ServeHandler(AsyncEventHandler):
                 return
 
     async def _admit(self) -> bool:
-        """The allow-list and, for a client on this machine, who it runs as."""
+        """The allow-list, judged on connecting (costs nothing)."""
         svc = self.service
         if not peer_allowed(self.host, svc.networks):
             svc.refuse(self.host or "local", f"{self.conn.peer} not in serve.allow")
             await self._send_quietly(not_allowed(self.host))
             return False
-        if is_local_peer(self.host):
+        return True
+
+    async def _enter(self) -> bool:
+        """Admission, at the first request past the gates (or the right token): without a
+        token, a client on this machine must run as the serving user. Asked only here — the
+        lookup reads the kernel's socket table, and connections that never ask for anything
+        must not make IRIS read it."""
+        svc = self.service
+        if not svc.token and is_local_peer(self.host):
             sock = self.writer.get_extra_info("socket")
             peer, here = self.writer.get_extra_info("peername"), self.writer.get_extra_info("sockname")
             uid = await asyncio.to_thread(peer_uid, sock, peer, here)
-            if not same_user(uid) and not svc.token:
+            if not same_user(uid):
+                svc.pending.pop(self.conn.peer, None)
                 svc.refuse(
                     f"uid {uid}", f"{self.conn.peer} runs as another user (uid {uid}) and there is no token"
                 )
                 await self._send_quietly(other_user(uid))
                 return False
+        if not svc.admit(self):
+            await self._send_quietly(Error(text="too many clients", code="busy").event())
+            return False
         return True
 
     async def handle_event(self, event: Event) -> bool:
@@ -190,6 +202,8 @@ class ServeHandler(AsyncEventHandler):
                 await self._send_quietly(answer)
                 return False
             await self._write(answer)
+            if self.gate.passed and not self.admitted and not await self._enter():
+                return False  # the right token admits at once: no stranger can evict it now
         if not passed:
             return True
         if Describe.is_type(event.type):
@@ -198,8 +212,7 @@ class ServeHandler(AsyncEventHandler):
         if Ping.is_type(event.type):
             await self._write(Pong(text=Ping.from_event(event).text).event())
             return True
-        if not self.admitted and not svc.admit(self):
-            await self._send_quietly(Error(text="too many clients", code="busy").event())
+        if not self.admitted and not await self._enter():
             return False
         if event.type in STREAM_OPEN:
             self._stream_open = STREAM_OPEN[event.type]
@@ -351,8 +364,12 @@ class WyomingService:
             "zeroconf": self.zeroconf_state,
             "refused": self.refused,
             "clients": [
-                {"peer": peer, "connected_s": round(now - h.connected_at, 1), "authenticated": h.gate.passed,
-                 "admitted": h.admitted}
+                {
+                    "peer": peer,
+                    "connected_s": round(now - h.connected_at, 1),
+                    "authenticated": h.gate.passed,
+                    "admitted": h.admitted,
+                }
                 for peer, h in [*self.clients.items(), *self.pending.items()]
             ],  # fmt: skip
         }

@@ -116,7 +116,7 @@ async def test_ping_is_answered_before_and_after_admission_and_keeps_the_link(tm
 async def test_a_wrong_token_waits_and_a_flood_is_logged_once(tmp_path, caplog):
     # S9: ~1,554 wrong guesses/s, one WARNING each, no back-off.
     caplog.set_level(logging.WARNING)
-    async with serving(tmp_path, token=TOKEN) as (svc, port, _app):
+    async with serving(tmp_path, token=TOKEN, max_pending=16) as (svc, port, _app):  # no evictions here
 
         async def guess(i: int) -> Event:
             async with AsyncTcpClient("127.0.0.1", port) as client:
@@ -327,3 +327,17 @@ async def test_a_satellite_stream_in_48k_stereo_reaches_whisper_as_16k_mono(tmp_
         )
     assert answer.type == "handled", answer
     assert len(stt.audio) == 1 and abs(len(stt.audio[0]) - 16000) <= 16, len(stt.audio[0])
+
+
+async def test_a_client_with_the_right_token_is_admitted_and_cannot_be_evicted(tmp_path):
+    # Strangers reconnecting in the pending pool evicted clients between iris-auth-ok and their request.
+    async with serving(tmp_path, token=TOKEN, max_pending=1, auth_timeout_s=60) as (svc, port, _app):
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Event(AUTH_TYPE, {"token": TOKEN}))
+            await read_until(client, AUTH_OK_TYPE)
+            strangers = [await raw(port) for _ in range(4)]  # each evicts the one before
+            await client.write_event(Transcript(text="what time is it").event())
+            assert (await read_until(client, "handled"))[-1].type == "handled"
+            assert len(svc.pending) <= 1
+            for _reader, writer in strangers:
+                writer.close()
