@@ -65,6 +65,7 @@ from wyoming.timer import TimerFinished as WyTimerFinished
 
 from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
 from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
+from iris_voice.app.serve_trust import RefusalLog
 from iris_voice.app.serve_wire import printable
 from iris_voice.app.service_parts import Connection
 from iris_voice.audio.chime import chime
@@ -156,6 +157,8 @@ class SatellitePart:
         self.turns: list[tuple[str, TurnResult]] = []
         """The latest finished turns (satellite, result), newest last (at most 50)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.refusals = RefusalLog()
+        """Refused satellite streams and names: logged once per peer per minute."""
 
     # -- the ServicePart Protocol ----------------------------------------------------
     def describe(self) -> dict[str, list[Any]]:
@@ -222,7 +225,8 @@ class SatellitePart:
             sat.audio = AudioIntake(sat.audio_format[0], sat.audio_format[2], MAX_UTTERANCE_S)
         except AudioFormatError as exc:
             sat.listening, sat.audio = False, None
-            log.warning("%s: %s; the turn is dropped", sat.name, exc)
+            why = f"satellite {sat.name}: {exc}; the turn is dropped"
+            self.refusals.warn(sat.conn.peer.rsplit(":", 1)[0], why)
             await sat.conn.write_event(Error(text=f"{exc}: send 16-bit mono PCM", code="bad-audio").event())
         return True
 
@@ -248,8 +252,8 @@ class SatellitePart:
         old = self.connected.get(name)
         if old is not None and old.conn is not conn:
             if await self._alive(old):
-                log.warning("satellite name %s claimed from %s while %s holds it; refused",
-                            name, conn.peer, old.conn.peer)  # fmt: skip
+                why = f"satellite name {name} claimed while {old.conn.peer} holds it"
+                self.refusals.warn(conn.peer.rsplit(":", 1)[0], why)
                 taken = f"a satellite named {name!r} is connected; give this one another satellite.name"
                 await conn.write_event(Error(text=taken, code="name-taken").event())
                 return
