@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import sys
+import termios
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -243,6 +246,17 @@ class ServeHandler(AsyncEventHandler):
                 log.exception("%s.closed failed for %s", type(part).__name__, self.conn.peer)
         self.conn.state.clear()
 
+    def has_input(self) -> bool:
+        """Bytes from the client wait to be read (in the stream's buffer or the socket's)."""
+        if len(getattr(self.reader, "_buffer", b"")):
+            return True
+        sock = self.writer.get_extra_info("socket")
+        try:
+            waiting = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+        except (OSError, AttributeError, ValueError):
+            return False
+        return int.from_bytes(waiting, sys.byteorder) > 0
+
     def evict(self) -> None:
         """Close a pending connection to make room for a newer one (its reads see the end)."""
         log.debug("wyoming client %s closed before being admitted: a newer connection needs its slot",
@@ -284,11 +298,14 @@ class WyomingService:
         self._advert: Any = None
 
     def hold_pending(self, handler: ServeHandler) -> None:
-        """Count ``handler`` as pending; the oldest pending one is closed when the pool is full."""
+        """Count ``handler`` as pending; when the pool is full the oldest pending connection
+        that has sent nothing yet is closed (the oldest of all if every one has): a client
+        whose request is already on its way is never the one to go."""
         while len(self.pending) >= self.cfg.max_pending:
-            _, oldest = next(iter(self.pending.items()))
-            del self.pending[oldest.conn.peer]
-            oldest.evict()
+            waiting = [h for h in self.pending.values() if not h.has_input()]
+            victim = waiting[0] if waiting else next(iter(self.pending.values()))
+            del self.pending[victim.conn.peer]
+            victim.evict()
         self.pending[handler.conn.peer] = handler
 
     def admit(self, handler: ServeHandler) -> bool:
