@@ -175,12 +175,12 @@ class ServeHandler(AsyncEventHandler):
         lookup reads the kernel's socket table, and connections that never ask for anything
         must not make IRIS read it."""
         svc = self.service
+        svc.pending.pop(self.conn.peer, None)  # it asked for something: no longer a slot holder
         if not svc.token and is_local_peer(self.host):
             sock = self.writer.get_extra_info("socket")
             peer, here = self.writer.get_extra_info("peername"), self.writer.get_extra_info("sockname")
             uid = await asyncio.to_thread(peer_uid, sock, peer, here)
             if not same_user(uid):
-                svc.pending.pop(self.conn.peer, None)
                 svc.refuse(
                     f"uid {uid}", f"{self.conn.peer} runs as another user (uid {uid}) and there is no token"
                 )
