@@ -26,7 +26,6 @@ import json
 import os
 import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,7 +43,8 @@ from tests.support.hostile import replies as hostile_text
 from tools.bench.abuse_local import cli_classes, socket_classes
 from tools.bench.stats import percentile
 from tools.testbed.audiobed import VirtualAudio
-from tools.testbed.voicebed import ROOT, LiveDaemon
+from tools.testbed.servers import scripted_server
+from tools.testbed.voicebed import LiveDaemon
 
 PING_EVERY_S = 0.02
 
@@ -309,12 +309,7 @@ def main() -> int:
     rows: list[Figures] = []
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-abuse-")))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tools.testbed.ollama_server", "--scripted", "--port", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        stack.callback(server.terminate)
-        url = server.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        url = scripted_server(stack)
         bed = stack.enter_context(VirtualAudio())
         config: dict[str, dict[str, Any]] = {"intents": {"enabled": False}, "llm": {"warmup": True}}
         if "mcp" in wanted:

@@ -52,7 +52,7 @@ from iris_voice.errors import IrisError
 from tools.bench.abuse import PingProbe
 from tools.bench.abuse_serve_attacks import CLASSES, Target, run_class
 from tools.testbed.hubs import hub_process, stop_process
-from tools.testbed.voicebed import ROOT
+from tools.testbed.servers import scripted_server
 
 TOKEN_CLASSES = ("idle-holders-token", "wrong-token-flood")
 """Classes run against the hub with ``serve.token`` and ``serve.max_clients`` 4."""
@@ -329,12 +329,7 @@ def main() -> int:
     rows: list[Row] = []
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-abuse-serve-")))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tools.testbed.ollama_server", "--scripted", "--port", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        stack.callback(server.terminate)
-        url = server.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        url = scripted_server(stack)
         pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
         token = secrets.token_hex(12)  # 24 characters
         groups = [("plain", ""), ("token", token)]

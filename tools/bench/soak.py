@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,8 @@ from iris_voice.errors import IrisError
 from tools.bench.abuse import proc_stats
 from tools.testbed.audiobed import VirtualAudio
 from tools.testbed.fixtures import ensure_fixtures, fixture
-from tools.testbed.voicebed import ROOT, LiveDaemon
+from tools.testbed.servers import scripted_server
+from tools.testbed.voicebed import LiveDaemon
 
 FAST = ["bench_time_tokyo", "bench_multiply", "bench_time_here", "bench_plus", "bench_date_today"]
 MODEL = ["bench_octopus", "bench_france", "bench_spider"]
@@ -150,12 +150,7 @@ def main() -> int:
     ensure_fixtures()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="iris-soak-")))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tools.testbed.ollama_server", "--scripted", "--port", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        stack.callback(server.terminate)
-        url = server.stdout.readline().split()[-1]  # type: ignore[union-attr]
+        url = scripted_server(stack)
         bed = stack.enter_context(VirtualAudio())
         config = {"audio": {"alarm_repeat_s": 5.0, "alarm_timeout_s": 20.0, "follow_up_s": 0.0}}
         daemon = stack.enter_context(LiveDaemon(bed, url, tmp / "daemon", config=config))

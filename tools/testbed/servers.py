@@ -178,3 +178,14 @@ def model_server(stack, model: str, host: str, label: str = "test server") -> st
     url = stack.enter_context(start_server(assemble(), extra_args=["--model", model])).url
     print(f"{label} at {url} ready in {time.monotonic() - t0:.1f} s")
     return url
+
+
+def scripted_server(stack) -> str:
+    """The test server in ``--scripted`` mode (replies set by the caller over HTTP: a broken
+    model on demand), started on ``stack`` (an ExitStack) and stopped with it. Its URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tools.testbed.ollama_server", "--scripted", "--port", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stack.callback(server.terminate)
+    return server.stdout.readline().split()[-1]  # type: ignore[union-attr]
