@@ -72,7 +72,9 @@ def test_token_file(tmp_path):
 def test_bad_allow_entries_and_uris_name_their_key():
     from iris_voice.config import parse
 
-    bad_ones = ({"allow": ["192.168.1.0/33"]}, {"uri": "http://x:1"}, {"uri": "tcp://127.0.0.1"}, {"token": "a"})
+    bad_ones = (
+        {"allow": ["192.168.1.0/33"]}, {"uri": "http://x:1"}, {"uri": "tcp://127.0.0.1"}, {"token": "a"},
+    )  # fmt: skip
     for bad in bad_ones:
         with pytest.raises(ConfigError) as err:
             parse({"serve": bad})
