@@ -170,9 +170,10 @@ bench-abuse: setup audio-deps
 # Hostile clients against a real `iris serve` (rate-1 audio, idle and unauthenticated slot
 # holders, name takeover, 10,000 names, a wrong-token flood): loop lag, RSS growth and a good
 # client's latency per class; `make bench-abuse-serve CLASSES=idle-holders` runs one.
+# HUB_TREE=/path/to/an/older/checkout runs that IRIS as the hub, to see what it did.
 .PHONY: bench-abuse-serve
 bench-abuse-serve: setup
-	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.abuse_serve $(if $(CLASSES),--classes $(CLASSES))
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.abuse_serve $(if $(CLASSES),--classes $(CLASSES)) $(if $(HUB_TREE),--hub-tree $(HUB_TREE))
 
 # 200 mixed turns through the live daemon: RSS, file descriptors, threads, timers fired once.
 soak: setup audio-deps

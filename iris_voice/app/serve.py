@@ -29,7 +29,7 @@ import logging
 import sys
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wyoming.error import Error
@@ -59,6 +59,10 @@ STREAM_OPEN = {"audio-start": True, "audio-stop": False, "synthesize-start": Tru
 """Events that open and close a stream: while one is open, every read has a timeout."""
 STOP_TIMEOUT_S = 3.0
 WRITE_TIMEOUT_S = 10.0
+PENDING_GRACE_S = 0.25
+"""How long a new connection may wait to send its first byte before a newer one may close it."""
+PENDING_OVERFLOW = 8
+"""How many times ``serve.max_pending`` connections inside their grace may be pending at once."""
 """The longest a client may leave an event unread before it counts as gone (a stuck client
 must not hold a turn, or the connection's write lock, for ever)."""
 
@@ -95,6 +99,8 @@ class ServeHandler(AsyncEventHandler):
         self.conn = Connection(label, self._write, {})
         self.gate = TokenGate(service.token)
         self.connected_at = time.time()
+        self.pending_since = time.monotonic()
+        """When it joined the pending pool (monotonic)."""
         self.admitted = False
         """Past the gates with a first real event: counted in ``max_clients``, not pending."""
         self._stream_open = False
@@ -298,15 +304,31 @@ class WyomingService:
         self._advert: Any = None
 
     def hold_pending(self, handler: ServeHandler) -> None:
-        """Count ``handler`` as pending; when the pool is full the oldest pending connection
-        that has sent nothing yet is closed (the oldest of all if every one has): a client
-        whose request is already on its way is never the one to go."""
+        """Count ``handler`` as pending. When the pool is full the oldest pending connection
+        that has sent nothing for ``PENDING_GRACE_S`` is closed: a client whose request is
+        already on its way is never the one to go, and every connection gets the grace to send
+        its first byte. Connections inside their grace may overflow the pool up to
+        ``PENDING_OVERFLOW`` times its size; beyond that the oldest silent one goes regardless."""
+        now = time.monotonic()
+        handler.pending_since = now
         while len(self.pending) >= self.cfg.max_pending:
-            waiting = [h for h in self.pending.values() if not h.has_input()]
-            victim = waiting[0] if waiting else next(iter(self.pending.values()))
+            victim = self._silent(lambda h: now - h.pending_since >= PENDING_GRACE_S)
+            if victim is None and len(self.pending) >= self.cfg.max_pending * PENDING_OVERFLOW:
+                victim = self._silent(lambda h: True) or next(iter(self.pending.values()))
+            if victim is None:
+                break
             del self.pending[victim.conn.peer]
             victim.evict()
         self.pending[handler.conn.peer] = handler
+
+    def _silent(self, old_enough: Callable[[ServeHandler], bool]) -> ServeHandler | None:
+        """The oldest pending connection that is ``old_enough`` and has sent nothing."""
+        for h in self.pending.values():  # oldest first
+            if not old_enough(h):
+                return None  # the rest are younger still
+            if not h.has_input():
+                return h
+        return None
 
     def admit(self, handler: ServeHandler) -> bool:
         """Move ``handler`` from pending to the clients; False when ``max_clients`` are in."""

@@ -51,6 +51,8 @@ MAX_TOKEN_CHARS = 1024
 AUTH_FAIL_DELAY_S = 1.0
 """How long a wrong token waits for its refusal: a guess costs a second, not a microsecond."""
 PROC_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
+PROC_BLOCK = 1 << 16
+"""Bytes read from the socket table at a time."""
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +161,28 @@ def _proc_address(host: str, port: int, v6: bool) -> str:
     return f"{hexed}:{port:04X}"
 
 
+def _find_owner(path: str, key: bytes) -> int | None:
+    """The uid (8th field) of the line of ``path`` holding ``key``, or None. Read in blocks
+    with one substring search each, never whole: with thousands of sockets in TIME_WAIT the
+    table is megabytes, a flood of connections reads it each time, and megabyte strings
+    made on worker threads stay in their malloc arenas as resident memory."""
+    tail = b""
+    with open(path, "rb") as file:
+        while block := file.read(PROC_BLOCK):
+            buf = tail + block
+            at = buf.find(key)
+            if at < 0:
+                tail = buf[buf.rfind(b"\n") + 1 :]  # a partial last line goes on with the next block
+                continue
+            end = buf.find(b"\n", at)
+            while end < 0 and (more := file.read(4096)):
+                buf += more
+                end = buf.find(b"\n", at)
+            fields = buf[buf.rfind(b"\n", 0, at) + 1 : end if end >= 0 else None].split()
+            return int(fields[7]) if len(fields) > 7 else None
+    return None
+
+
 def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
     """The uid owning the client end of a loopback TCP connection, read from
     ``/proc/net/tcp[6]`` (the client's socket: its local address is our peer, its remote
@@ -176,19 +200,11 @@ def tcp_peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
             continue  # an IPv6 pair is never in the IPv4 table
         try:
             want = (_proc_address(plain[0], peer[1], v6), _proc_address(plain[1], local[1], v6))
-            with open(path, encoding="ascii") as file:
-                table = file.read()
-            # One substring search, not a split per line: with thousands of sockets in
-            # TIME_WAIT the table is megabytes, and a flood of connections reads it each time.
-            at = table.find(f" {want[0]} {want[1]} ")
-            if at < 0:
-                continue
-            end = table.find("\n", at)
-            fields = table[table.rfind("\n", 0, at) + 1 : end if end >= 0 else None].split()
-            if len(fields) > 7:
-                return int(fields[7])
+            uid = _find_owner(path, f" {want[0]} {want[1]} ".encode("ascii"))
         except (OSError, ValueError):
             continue
+        if uid is not None:
+            return uid
     return None
 
 

@@ -23,6 +23,7 @@ from wyoming.ping import Ping
 from wyoming.satellite import RunSatellite
 
 from iris_voice.app.hub import SatellitePart
+from iris_voice.app.serve import PENDING_GRACE_S, PENDING_OVERFLOW
 from iris_voice.app.serve_trust import AUTH_FAIL_DELAY_S, AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.config import Config, LlmConfig, SatelliteConfig
 from tests.support.fakes import ScriptedBackend
@@ -59,8 +60,35 @@ async def test_idle_connections_cannot_lock_out_a_client_that_talks(tmp_path):
     async with serving(tmp_path, max_clients=16, max_pending=4, auth_timeout_s=60) as (svc, port, _app):
         idle = [await raw(port) for _ in range(16)]
         assert await answered(port) == "handled"
-        assert len(svc.pending) <= 4  # the idle ones were closed to make room
-        for _reader, writer in idle:
+        assert len(svc.pending) <= 4 * PENDING_OVERFLOW
+        await asyncio.sleep(PENDING_GRACE_S)
+        late = await raw(port)  # past their grace, the silent ones give way to a newcomer
+        await until(lambda: len(svc.pending) <= 4)
+        assert await answered(port) == "handled"
+        for _reader, writer in [*idle, late]:
+            writer.close()
+
+
+async def until(condition, deadline_s: float = 30.0) -> None:
+    """Wait for ``condition()`` (polled), failing after a generous deadline."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    while not condition():
+        assert loop.time() < end, "the condition never came true"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_flood_of_silent_connections_overflows_the_pool_only_so_far(tmp_path):
+    # Connections inside their grace may overflow the pool, never past PENDING_OVERFLOW times it.
+    async with serving(tmp_path, max_clients=16, max_pending=2, auth_timeout_s=60) as (svc, port, _app):
+        flood, most = [], 0
+        for _ in range(40):
+            flood.append(await raw(port))
+            await asyncio.sleep(0)
+            most = max(most, len(svc.pending))
+        assert most <= 2 * PENDING_OVERFLOW
+        assert await answered(port) == "handled"
+        for _reader, writer in flood:
             writer.close()
 
 
@@ -336,9 +364,12 @@ async def test_a_client_with_the_right_token_is_admitted_and_cannot_be_evicted(t
         async with AsyncTcpClient("127.0.0.1", port) as client:
             await client.write_event(Event(AUTH_TYPE, {"token": TOKEN}))
             await read_until(client, AUTH_OK_TYPE)
-            strangers = [await raw(port) for _ in range(4)]  # each evicts the one before
+            strangers = []
+            for _ in range(4):  # each, past the grace of the one before, evicts it
+                await asyncio.sleep(PENDING_GRACE_S)
+                strangers.append(await raw(port))
             await client.write_event(Transcript(text="what time is it").event())
             assert (await read_until(client, "handled"))[-1].type == "handled"
-            assert len(svc.pending) <= 1
+            await until(lambda: len(svc.pending) <= 1)
             for _reader, writer in strangers:
                 writer.close()

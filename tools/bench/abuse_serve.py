@@ -51,7 +51,7 @@ from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE, PROC_TCP
 from iris_voice.errors import IrisError
 from tools.bench.abuse import PingProbe
 from tools.bench.abuse_serve_attacks import CLASSES, Target, run_class
-from tools.testbed.hubs import hub_process, stop_process
+from tools.testbed.hubs import ROOT, hub_process, stop_process
 from tools.testbed.servers import scripted_server
 
 TOKEN_CLASSES = ("idle-holders-token", "wrong-token-flood")
@@ -222,7 +222,7 @@ class Hub:
     control: Path
 
 
-def start_hub(workdir: Path, model_url: str, token: str = "") -> Hub:
+def start_hub(workdir: Path, model_url: str, token: str = "", tree: Path = ROOT) -> Hub:
     """``iris serve`` with the default speech models; with ``token``, also ``serve.max_clients`` 4."""
     workdir.mkdir(parents=True)
     serve = f'[serve]\ntoken = "{token}"\nmax_clients = 4\n' if token else ""
@@ -230,7 +230,7 @@ def start_hub(workdir: Path, model_url: str, token: str = "") -> Hub:
     config.write_text(f'[tools]\ntimezone = "UTC"\n[llm]\nkeep_alive = "-1"\n{serve}')
     env = dict(os.environ, OLLAMA_HOST=model_url, XDG_STATE_HOME=str(workdir / "state"))
     log = workdir / "hub.log"
-    proc, port = hub_process(config, env, log)
+    proc, port = hub_process(config, env, log, tree=tree)
     return Hub(proc, port, token, log, workdir / "hub-run" / "iris" / "control.sock")
 
 
@@ -321,6 +321,7 @@ def main() -> int:
     ap.add_argument("--classes", default=",".join(every), help=f"subset of {','.join(every)}")
     ap.add_argument("--seconds", type=float, default=20.0, help="how long each timed class runs")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--hub-tree", type=Path, default=ROOT, help="the checkout the hub runs from")
     args = ap.parse_args()
     wanted = [c for c in every if c in args.classes.split(",")]
     unknown = set(args.classes.split(",")) - set(every)
@@ -338,11 +339,11 @@ def main() -> int:
             if not names:
                 continue
             print(f"starting iris serve ({label})...", flush=True)
-            hub = start_hub(tmp / label, url, hub_token)
+            hub = start_hub(tmp / label, url, hub_token, args.hub_tree)
             try:
                 for name in names:
                     if hub.proc.poll() is not None:  # a class killed it: the next one gets a new hub
-                        hub = start_hub(tmp / f"{label}-{name}", url, hub_token)
+                        hub = start_hub(tmp / f"{label}-{name}", url, hub_token, args.hub_tree)
                     rows.append(measure(hub, name, pool, args.seconds))
                     print(f"  {name}: {rows[-1].outcome}", flush=True)
             finally:

@@ -34,11 +34,12 @@ async def start_hub(
 
 
 def hub_process(
-    config: Path, env: dict[str, str], log: Path, timeout: float = 240.0
+    config: Path, env: dict[str, str], log: Path, timeout: float = 240.0, tree: Path = ROOT
 ) -> tuple[subprocess.Popen, int]:
     """``iris --config CONFIG -v serve`` on a free loopback port, its output in ``log``;
     returns once its speech models are loaded and it listens (raises with the log's tail
-    when it exits or times out first)."""
+    when it exits or times out first). ``tree``: the checkout whose IRIS runs (another
+    revision's, for a before and after in one run)."""
     port = free_port()
     run = log.parent / f"{log.stem}-run"
     run.mkdir(mode=0o700, exist_ok=True)
@@ -46,7 +47,7 @@ def hub_process(
     cmd = [sys.executable, "-m", "iris_voice.cli", "--config", str(config), "-v",
            "serve", "--uri", f"tcp://127.0.0.1:{port}"]  # fmt: skip
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = log.read_text(errors="replace")
