@@ -128,7 +128,7 @@ class TimerFinished(Event):
     message: str
     """A sentence to speak, e.g. "Your pasta timer is done."."""
     origin: str = ""
-    """The satellite it was set from, where it rings (``app.hub``); "" for this machine."""
+    """The satellite it was set from, where it rings (``wyoming.hub``); "" for this machine."""
 
 
 @dataclass(frozen=True)

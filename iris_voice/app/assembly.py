@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from iris_voice.app import checks
 from iris_voice.config import Config
+from iris_voice.conversation.origins import Conversations
 from iris_voice.conversation.responder import Assistant, build_responder
 from iris_voice.events import Event, EventBus
 from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.llm.serial import SerialBackend
 from iris_voice.speech.endpoint import TurnEnd
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
@@ -169,14 +171,28 @@ class App:
     registry: ToolRegistry
     """Built-in tools, and MCP tools once their servers list them."""
     responder: Assistant
-    """Answers turns in one conversation."""
+    """Answers this machine's turns (the microphone, ``iris ask``): the ``desktop``
+    conversation of ``conversations``."""
     backend: OllamaBackend
     """The model server, for health probes (``iris status``, ``iris doctor``)."""
     mcp: McpManager | None = None
     """The MCP servers (None when none is configured)."""
     engines: Engines | None = None
     """The speech engines (voice entry points only)."""
+    conversations: Conversations = field(default=None)  # type: ignore[assignment]
+    """Every conversation by origin (``conversation.origins``); made from ``responder``."""
     _closed: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.conversations is None:
+            # Other origins' conversations are built like this machine's and share its model
+            # server, one request at a time.
+            serial = SerialBackend(self.responder.chat.backend)
+            cfg, registry, publish = self.cfg, self.registry, self.bus.publish
+            self.conversations = Conversations(
+                lambda: build_responder(cfg, registry, publish=publish, backend=serial),
+                keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s, home=self.responder,
+            )  # fmt: skip
 
     async def start_mcp(self, task_group: asyncio.TaskGroup | None = None, *, wait: bool = False) -> None:
         """Start the MCP servers in the background (in ``task_group``: the daemon's), or for

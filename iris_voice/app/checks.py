@@ -133,7 +133,7 @@ def serve_problems(cfg: Config) -> list[str]:
     path must be a socket: the server deletes what is there to listen."""
     out = []
     if cfg.serve.token_file:
-        from iris_voice.app.serve_trust import load_token  # imports wyoming: only when needed
+        from iris_voice.wyoming.trust import load_token  # imports wyoming: only when needed
 
         try:
             load_token(cfg.serve)

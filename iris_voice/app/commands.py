@@ -23,7 +23,7 @@ from iris_voice.app.assembly import Engines
 from iris_voice.app.control import Handler
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.config import Config
-from iris_voice.conversation.history import Conversation
+from iris_voice.conversation.origins import DESKTOP, Conversations, satellite_origin
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
 from iris_voice.events import Event, LlmUnavailable
 from iris_voice.llm.client import OllamaBackend
@@ -94,6 +94,22 @@ class LlmHealth:
             attempt += 1
 
 
+def forget_command(conversations: Conversations, req: dict[str, Any]) -> dict[str, Any]:
+    """``iris forget [ORIGIN]``: every conversation, or the one of ``origin`` — an origin as
+    ``iris status`` lists it (``desktop``, ``satellite:kitchen``, ``wyoming:…``) or a
+    satellite's bare name (``kitchen``). What each held, in turns."""
+    which = str(req.get("origin") or "").strip()
+    if not which:
+        gone = conversations.forget()
+    else:
+        origin = which if ":" in which or which == DESKTOP else satellite_origin(which)
+        if origin not in conversations:
+            known = ", ".join(str(c["origin"]) for c in conversations.listed())
+            raise IrisError(Code.BAD_REQUEST, f"there is no conversation {which!r} (there are: {known})")
+        gone = conversations.forget(origin)
+    return {"forgotten": gone, "forgotten_turns": sum(gone.values())}
+
+
 class ControlCommands:
     """Implements each control-socket command against the daemon's parts."""
 
@@ -102,7 +118,7 @@ class ControlCommands:
         *,
         cfg: Config,
         pipeline: VoicePipeline,
-        conversation: Conversation,
+        conversations: Conversations,
         timers: TimerService,
         alarms: AlarmAnnouncer,
         backend: OllamaBackend,
@@ -115,7 +131,7 @@ class ControlCommands:
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
-        self.conversation = conversation
+        self.conversations = conversations
         self.timers_service = timers
         self.alarms = alarms
         self.backend = backend
@@ -179,6 +195,7 @@ class ControlCommands:
                 "overflows": getattr(self.source, "overflows", None),
             },
             "serve": self.serve.snapshot() if self.serve is not None else None,
+            "conversations": self.conversations.listed(),
         }
 
     async def ping(self, _req: dict[str, Any]) -> dict[str, Any]:
@@ -247,11 +264,9 @@ class ControlCommands:
             raise IrisError(exc.code, exc.message) from None
         return {"trace": trace}
 
-    async def forget(self, _req: dict[str, Any]) -> dict[str, Any]:
-        """``iris forget``: start a new conversation (the model forgets what was said)."""
-        turns = len(self.conversation)
-        self.conversation.reset()
-        return {"forgotten_turns": turns}
+    async def forget(self, req: dict[str, Any]) -> dict[str, Any]:
+        """``iris forget [ORIGIN]``: the model forgets what was said (``forget_command``)."""
+        return forget_command(self.conversations, req)
 
     async def timers(self, req: dict[str, Any]) -> dict[str, Any]:
         """``iris timers [list|cancel WHICH]``."""

@@ -23,17 +23,18 @@ from iris_voice.app.control import ControlServer
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.serve_parts import service_parts
-from iris_voice.app.serve_trust import load_token
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
+from iris_voice.conversation.origins import DESKTOP, OriginResponder
 from iris_voice.timers.origin import local_only
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
+from iris_voice.wyoming.parts import service_parts
+from iris_voice.wyoming.server import WyomingService
+from iris_voice.wyoming.trust import load_token
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Daemon:
         # the real microphone and speaker (a test's fake source has no echo to cancel).
         self.echo = echo_canceller(cfg.audio, self.source, self.sink)
         self.pipeline = VoicePipeline(
-            listener, eng.stt, self.app.responder, self.speaker, self.bus,
+            listener, eng.stt, OriginResponder(self.app.conversations, DESKTOP), self.speaker, self.bus,
             wake_name=cfg.wake.model, on_stop=self._dismiss_alarm,
         )  # fmt: skip
         rate = eng.tts.sample_rate
@@ -95,7 +96,7 @@ class Daemon:
             )
             self.service = WyomingService(cfg.serve, parts, load_token(cfg.serve))
         self.commands = ControlCommands(
-            cfg=self.cfg, pipeline=self.pipeline, conversation=self.app.responder.conversation,
+            cfg=self.cfg, pipeline=self.pipeline, conversations=self.app.conversations,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
             engines=self.engines, started=self.started, looplag=self.looplag, serve=self.service,
             source=self.source,

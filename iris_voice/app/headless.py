@@ -1,5 +1,5 @@
 """``iris serve``: IRIS as a headless hub — no microphone, no speaker (a GPU box in a
-cupboard) — serving its speech engines and answers over Wyoming (``app.serve``).
+cupboard) — serving its speech engines and answers over Wyoming (``wyoming.server``).
 
 It owns the same lifecycle as the desktop daemon: the single-instance lock, Whisper and
 Piper warmed before READY=1, one ``TaskGroup`` (timers, the Wyoming service, reconnecting
@@ -23,17 +23,18 @@ from typing import Any
 from iris_voice import __version__
 from iris_voice.app.assembly import Engines, build_app
 from iris_voice.app.checks import bind_error
-from iris_voice.app.commands import LlmHealth, timers_command
+from iris_voice.app.commands import LlmHealth, forget_command, timers_command
 from iris_voice.app.control import ControlServer
 from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.serve_parts import service_parts
-from iris_voice.app.serve_trust import load_token
-from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config
+from iris_voice.conversation.origins import DESKTOP
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.errors import Code, IrisError, LlmError
 from iris_voice.llm.client import ChatBackend
+from iris_voice.wyoming.parts import service_parts
+from iris_voice.wyoming.server import WyomingService
+from iris_voice.wyoming.timer_router import TimerRouter
+from iris_voice.wyoming.trust import load_token
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ class Hub:
             },
             "serve": self.service.snapshot(),
             "timers": {"next_due": self.app.timers.next_due, "unannounced": list(self.router.unannounced)},
+            "conversations": self.app.conversations.listed(),
         }
 
     async def _timers(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -172,14 +174,11 @@ class Hub:
         trace = TurnTrace(text=text)
         async with self.turn_lock:
             try:
-                async for _ in self.app.responder.sentences(text, trace):
+                async for _ in self.app.conversations.get(DESKTOP).sentences(text, trace):
                     pass
             except LlmError as exc:
                 raise IrisError(exc.code, exc.message) from None
         return {"trace": trace.to_dict()}
 
-    async def _forget(self, _req: dict[str, Any]) -> dict[str, Any]:
-        conversation = self.app.responder.conversation
-        turns = len(conversation)
-        conversation.reset()
-        return {"forgotten_turns": turns}
+    async def _forget(self, req: dict[str, Any]) -> dict[str, Any]:
+        return forget_command(self.app.conversations, req)

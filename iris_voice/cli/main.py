@@ -93,9 +93,14 @@ def _parser() -> argparse.ArgumentParser:
         ("stop", "stop speaking and dismiss a ringing timer"),
         ("mute", "stop listening to the microphone"),
         ("unmute", "listen to the microphone again"),
-        ("forget", "start a new conversation: forget what was said so far"),
     ):
         sub.add_parser(name, help=what)
+    fg = sub.add_parser("forget", help="start new conversations: forget what was said so far")
+    fg.add_argument(
+        "origin", nargs="?", default="",
+        help="only this conversation: a satellite's name (kitchen), desktop, or an origin from "
+        "iris status (wyoming:...); none: every conversation",
+    )  # fmt: skip
     say = sub.add_parser("say", help="speak a text")
     say.add_argument("text")
     tm = sub.add_parser("timers", help="list or cancel timers and reminders")
@@ -265,7 +270,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _serve_checks(cfg: config_mod.Config) -> list[tuple[bool | None, str]]:
     """``iris serve``'s lines (with its clients when the daemon or hub answers ``status``)."""
     from iris_voice.app.control import daemon_running, request
-    from iris_voice.app.serve_doctor import satellite_checks, serve_checks
+    from iris_voice.wyoming.doctor import satellite_checks, serve_checks
 
     try:
         status = request("status", timeout=cfg.llm.connect_timeout_s + 5) if daemon_running() else None

@@ -53,7 +53,7 @@ def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
 
 def cmd_satellite(args: argparse.Namespace, cfg: Config) -> int:
     """Run as a satellite of the hub in ``--hub`` (or ``satellite.hub``) until SIGTERM/SIGINT."""
-    from iris_voice.app.satellite import run_satellite
+    from iris_voice.app.satellite_mode import run_satellite
 
     return asyncio.run(run_satellite(cfg, args.hub, args.name))
 
@@ -76,9 +76,15 @@ def _simple(cmd: str):
     return run
 
 
-cmd_listen, cmd_stop, cmd_mute, cmd_unmute, cmd_forget = (
-    _simple(c) for c in ("listen", "stop", "mute", "unmute", "forget")
-)
+cmd_listen, cmd_stop, cmd_mute, cmd_unmute = (_simple(c) for c in ("listen", "stop", "mute", "unmute"))
+
+
+def cmd_forget(args: argparse.Namespace, cfg: Config) -> int:
+    """``iris forget [ORIGIN]``: one conversation, or every one, starts anew."""
+    answer = _send("forget", origin=args.origin)
+    if answer.get("ok"):
+        print(json.dumps({k: v for k, v in answer.items() if k != "ok"}))
+    return 0 if answer.get("ok") else 1
 
 
 def cmd_say(args: argparse.Namespace, cfg: Config) -> int:

@@ -21,6 +21,7 @@ from iris_voice.config.satellite import SatelliteConfig
 from iris_voice.config.sections import (
     DEFAULT_SYSTEM_PROMPT,
     AudioConfig,
+    ConversationsConfig,
     IntentsConfig,
     LlmConfig,
     RetrievalConfig,
@@ -39,6 +40,7 @@ __all__ = [
     "AudioConfig",
     "BoostConfig",
     "Config",
+    "ConversationsConfig",
     "IntentsConfig",
     "LlmConfig",
     "McpConfig",
@@ -75,6 +77,7 @@ class Config(_Section):
     retrieval: RetrievalConfig = RetrievalConfig()
     serve: ServeConfig = ServeConfig()
     satellite: SatelliteConfig = SatelliteConfig()
+    conversations: ConversationsConfig = ConversationsConfig()
 
 
 def _message(err: dict[str, Any]) -> str:

@@ -33,12 +33,6 @@ class SatelliteConfig(_Section):
     hub_speech_jobs: Annotated[int, Field(ge=0, le=64)] = 1
     """On the hub: speech-model steps (one transcription, one sentence's synthesis) run at
     once for all satellites; 0: no bound (many cores or a GPU)."""
-    conversations: Annotated[int, Field(ge=1, le=10_000)] = 64
-    """On the hub: satellites' conversations kept at once; beyond it the least recently used
-    conversation of a satellite that is not connected is forgotten."""
-    conversation_idle_s: Annotated[float, Field(gt=0, le=30 * 86400)] = 86400.0
-    """On the hub: a conversation of a satellite that is not connected and has not spoken for
-    this long is forgotten."""
 
     @field_validator("hub")
     @classmethod

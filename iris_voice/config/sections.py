@@ -211,6 +211,16 @@ class RetrievalConfig(_Section):
     for questions that need no tool)."""
 
 
+class ConversationsConfig(_Section):
+    """Conversations other than this machine's own: each satellite's, each Wyoming client's."""
+
+    keep: Annotated[int, Field(ge=1, le=10_000)] = 64
+    """Kept at once; beyond it the least recently used (of a satellite that is not
+    connected) is forgotten."""
+    idle_s: Annotated[float, Field(gt=0, le=30 * 86400)] = 86400.0
+    """One unused this long (of a satellite that is not connected) is forgotten."""
+
+
 class IntentsConfig(_Section):
     """The local intent fast path: everyday commands answered without the language model."""
 

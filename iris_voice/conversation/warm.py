@@ -94,6 +94,12 @@ class PromptWarmer:
         self._warmed = self._conversation.version
         self._cached = self._conversation.messages()
 
+    def lost(self) -> None:
+        """The server's cache now holds another conversation: the next warm-up reads this one
+        again from its start."""
+        self._warmed = None
+        self._cached = []
+
     def idle(self) -> None:
         """IRIS has nothing to do: warm the cache if the conversation moved on since."""
         if not self.enabled or self.busy or self._warmed == self._conversation.version:

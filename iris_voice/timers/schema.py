@@ -12,7 +12,7 @@ pausing, 2 the origin (the satellite a timer was set from)."""
 # Version 1: a paused timer keeps its seconds left in ``remaining`` and has no due time,
 # so due_at may be NULL and the state may be 'paused'.
 # Version 2: ``origin`` names the satellite the timer was set from ('' = this machine), so
-# it fires there (app.hub); a plain ADD COLUMN, no rebuild.
+# it fires there (wyoming.hub); a plain ADD COLUMN, no rebuild.
 _TABLE = """
 CREATE TABLE {name} (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -73,7 +73,7 @@ class AlarmAnnouncer:
 
     def on_event(self, event: Event) -> None:
         """EventBus subscriber: queue finished timers (and a replaced timer list). A
-        satellite's timer rings on that satellite (``app.hub``), not here."""
+        satellite's timer rings on that satellite (``wyoming.hub``), not here."""
         if isinstance(event, TimerFinished) and event.origin:
             return
         if isinstance(event, TimerFinished | TimerStoreRecovered):

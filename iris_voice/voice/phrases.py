@@ -2,7 +2,7 @@
 command said on its own.
 
 Pure text, shared by the two places that run a spoken turn: the desktop pipeline
-(``voice.pipeline``) and the hub's turn for satellites (``app.hubturn``).
+(``voice.pipeline``) and the hub's turn for satellites (``wyoming.hub_turn``).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 
 from iris_voice.app.assembly import build_app
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.serve_parts import service_parts
 from iris_voice.config import Config, IntentsConfig, LlmConfig, ServeConfig, ToolsConfig
 from iris_voice.events import TurnFinished
+from iris_voice.wyoming.parts import service_parts
+from iris_voice.wyoming.server import WyomingService
 from tools.testbed.servers import free_port
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]

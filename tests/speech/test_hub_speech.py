@@ -17,7 +17,6 @@ from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.pipeline import PipelineStage, RunPipeline
 
-from iris_voice.app.hub import SatellitePart
 from iris_voice.config import Config
 from iris_voice.events import EventBus
 from iris_voice.speech.stt import FasterWhisperTranscriber
@@ -25,6 +24,7 @@ from iris_voice.speech.tts import PiperSynthesizer
 from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin import build_registry
+from iris_voice.wyoming.hub import SatellitePart
 from tests.support.hub_helpers import EchoBackend
 from tools.testbed.fixtures import read_wav
 from tools.testbed.hubs import start_hub

@@ -15,10 +15,10 @@ from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from iris_voice.app.assembly import build_app
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.serve_parts import service_parts
 from iris_voice.audio.resample import resample
 from iris_voice.config import Config, ServeConfig, ToolsConfig
+from iris_voice.wyoming.parts import service_parts
+from iris_voice.wyoming.server import WyomingService
 from tests.support.fakes import ScriptedBackend
 from tools.testbed.fixtures import read_wav
 from tools.testbed.servers import free_port

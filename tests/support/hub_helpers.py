@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from iris_voice.app.hub import SatellitePart
 from iris_voice.config import Config
 from iris_voice.events import EventBus
 from iris_voice.llm.client import ChatChunk
 from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
 from iris_voice.tools.builtin import build_registry
+from iris_voice.wyoming.hub import SatellitePart
 from tests.support.fakes_audio import FakeTts
 
 

@@ -15,9 +15,9 @@ from wyoming.event import Event
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
-from iris_voice.app.hub import SatellitePart
 from iris_voice.events import TimerFinished
 from iris_voice.timers.service import TimerService
+from iris_voice.wyoming.hub import SatellitePart
 from tests.support.hub_helpers import EchoBackend, make_part, spoken
 from tools.testbed.hubs import start_hub
 
@@ -101,7 +101,11 @@ async def test_two_satellites_at_once_keep_their_own_conversations(hub) -> None:
     assert "I remember 1 earlier" in kr and "I remember 1 earlier" in orep  # only their own
     assert backend.most == 1  # the model ran one request at a time
     for name in ("kitchen", "office"):
-        said = [m["content"] for m in part.responders[name][0].conversation.messages() if m["role"] == "user"]
+        said = [
+            m["content"]
+            for m in part.conversations.peek(f"satellite:{name}").conversation.messages()
+            if m["role"] == "user"
+        ]
         assert said == [f"{name} one?", f"{name} two?"]
 
 

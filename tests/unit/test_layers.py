@@ -3,7 +3,7 @@ no module imports one that imports it back, nothing edits ``sys.path``.
 
 ``make lint`` runs this file. The layers (ARCHITECTURE.md) from the ground floor up:
 errors and events; config; audio, llm, timers; speech and tools; conversation; voice;
-app; cli. A package may import its own modules and any package of a lower layer.
+wyoming; app; cli. A package may import its own modules and any package of a lower layer.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ RANK = {
     "tools": 3,
     "conversation": 4,
     "voice": 5,
-    "app": 6,
-    "cli": 7,
+    "wyoming": 6,
+    "app": 7,
+    "cli": 8,
 }
 """Each top-level part of the package and its layer."""
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iris_voice.app.satellite import CHIME_RATE, SatelliteClient, error_chimes, satellite_name
 from iris_voice.config import Config
 from iris_voice.events import EventBus
 from iris_voice.voice.listener import Listener
+from iris_voice.wyoming.satellite import CHIME_RATE, SatelliteClient, error_chimes, satellite_name
 from tests.support.fakes_audio import (
     SILENCE,
     SPEECH,
@@ -167,7 +167,7 @@ async def test_the_wake_word_stops_the_answer_and_the_next_question_is_answered(
         await wait_for(lambda: sat.answers >= 1 and part.turns[-1][1].text.endswith("Tokyo?"))
         # the story's turn was stopped on the hub too (pause-satellite) unless it had ended
         assert [r.text for _name, r in part.turns][-1] == "What time is it in Tokyo?"
-        history = part.responders["kitchen"][0].conversation.messages()
+        history = part.conversations.peek("satellite:kitchen").conversation.messages()
         asked = [m["content"] for m in history if m["role"] == "user"]
         assert asked[-1] == "What time is it in Tokyo?"
     finally:
@@ -314,7 +314,9 @@ async def test_a_ring_after_a_barge_in_is_played_and_the_next_reply_is_not_taken
 async def test_a_connected_satellite_answers_the_hubs_probe_and_keeps_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("iris_voice.app.hub.PROBE_S", 30.0)  # a busy machine may answer late; it must answer
+    monkeypatch.setattr(
+        "iris_voice.wyoming.hub.PROBE_S", 30.0
+    )  # a busy machine may answer late; it must answer
     from wyoming.client import AsyncTcpClient
     from wyoming.event import Event
 

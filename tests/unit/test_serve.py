@@ -20,10 +20,10 @@ from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from iris_voice.app.assembly import Engines, build_app
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.serve_parts import service_parts
-from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.config import Config, LlmConfig, ServeConfig, ToolsConfig
+from iris_voice.wyoming.parts import service_parts
+from iris_voice.wyoming.server import WyomingService
+from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE
 from tests.support.fakes import ScriptedBackend
 from tests.support.fakes_audio import FakeStt, FakeTts, FakeVad
 from tools.testbed.servers import free_port
@@ -293,7 +293,7 @@ def test_a_wide_bind_needs_an_allow_list_or_a_token(uri):
 
 
 async def test_doctor_reports_the_service_and_its_clients(tmp_path):
-    from iris_voice.app.serve_doctor import serve_checks
+    from iris_voice.wyoming.doctor import serve_checks
 
     async with serving(tmp_path) as (svc, port, app), AsyncTcpClient("127.0.0.1", port) as client:
         await client.write_event(Describe().event())
@@ -336,8 +336,8 @@ async def test_a_unix_socket_serves_too(tmp_path):
 
 
 async def test_doctor_checks_a_satellites_hub_and_its_token(tmp_path):
-    from iris_voice.app.serve_doctor import satellite_checks
     from iris_voice.config import SatelliteConfig
+    from iris_voice.wyoming.doctor import satellite_checks
 
     def with_hub(cfg: Config, hub: str, token: str) -> Config:
         return cfg.model_copy(update={"satellite": SatelliteConfig(hub=hub, token=token)})

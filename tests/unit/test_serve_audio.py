@@ -17,11 +17,11 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
-from iris_voice.app import serve_audio
-from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
-from iris_voice.app.serve_parts import AsrPart
-from iris_voice.app.serve_tts import TtsPart
-from iris_voice.app.service_parts import Connection
+from iris_voice.wyoming import audio as serve_audio
+from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
+from iris_voice.wyoming.part import Connection
+from iris_voice.wyoming.parts import AsrPart
+from iris_voice.wyoming.tts import TtsPart
 from tests.support.fakes_audio import FakeStt, FakeTts
 
 
@@ -321,8 +321,8 @@ async def test_a_streamed_text_is_capped_in_all_and_the_stream_still_ends():
 
 async def test_service_parts_passes_the_configured_limit(tmp_path):
     from iris_voice.app.assembly import Engines, build_app
-    from iris_voice.app.serve_parts import service_parts
     from iris_voice.config import Config, ServeConfig, ToolsConfig
+    from iris_voice.wyoming.parts import service_parts
     from tests.support.fakes import ScriptedBackend
     from tests.support.fakes_audio import FakeVad
 

@@ -16,11 +16,11 @@ from wyoming.client import AsyncTcpClient
 from iris_voice.app.assembly import Engines
 from iris_voice.app.control import request
 from iris_voice.app.headless import Hub
-from iris_voice.app.serve_trust import load_token, peer_allowed
-from iris_voice.app.timer_router import TimerRouter
 from iris_voice.config import Config, LlmConfig, ServeConfig, ToolsConfig
 from iris_voice.errors import ConfigError
 from iris_voice.events import TimerFinished
+from iris_voice.wyoming.timer_router import TimerRouter
+from iris_voice.wyoming.trust import load_token, peer_allowed
 from tests.support.fakes import ScriptedBackend
 from tests.support.fakes_audio import FakeStt, FakeTts, FakeVad
 from tools.testbed.servers import free_port
@@ -82,7 +82,7 @@ def test_bad_allow_entries_and_uris_name_their_key():
 
 
 def test_zeroconf_is_not_advertised_for_loopback_and_the_record_is_well_formed():
-    from iris_voice.app.serve_zeroconf import SERVICE_TYPE, service_info, why_not
+    from iris_voice.wyoming.advert import SERVICE_TYPE, service_info, why_not
 
     assert "loopback" in (why_not(ServeConfig(zeroconf=True)) or "")
     assert why_not(ServeConfig(zeroconf=False)) == "serve.zeroconf is off"
@@ -114,7 +114,7 @@ async def test_zeroconf_advert_is_found_by_zeroconfs_own_browser():
         pytest.skip(reason)
     from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
-    from iris_voice.app.serve_zeroconf import SERVICE_TYPE, advertise
+    from iris_voice.wyoming.advert import SERVICE_TYPE, advertise
 
     port = free_port()
     name = f"IRIS test {port}"

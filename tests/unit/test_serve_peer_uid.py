@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from iris_voice.app import serve_trust
-from iris_voice.app.serve_trust import _find_owner, _proc_address, peer_uid, tcp_peer_uid
+from iris_voice.wyoming import trust as serve_trust
+from iris_voice.wyoming.trust import _find_owner, _proc_address, peer_uid, tcp_peer_uid
 
 HEADER = b"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 

@@ -22,10 +22,10 @@ from wyoming.info import Describe
 from wyoming.ping import Ping
 from wyoming.satellite import RunSatellite
 
-from iris_voice.app.hub import SatellitePart
-from iris_voice.app.serve import PENDING_GRACE_S, PENDING_OVERFLOW
-from iris_voice.app.serve_trust import AUTH_FAIL_DELAY_S, AUTH_OK_TYPE, AUTH_TYPE
-from iris_voice.config import Config, LlmConfig, SatelliteConfig
+from iris_voice.config import Config, ConversationsConfig, LlmConfig
+from iris_voice.wyoming.hub import SatellitePart
+from iris_voice.wyoming.server import PENDING_GRACE_S, PENDING_OVERFLOW
+from iris_voice.wyoming.trust import AUTH_FAIL_DELAY_S, AUTH_OK_TYPE, AUTH_TYPE
 from tests.support.fakes import ScriptedBackend
 from tests.support.fakes_audio import FakeStt, FakeTts
 from tests.unit.test_serve import closed, read_until, serving
@@ -201,7 +201,7 @@ async def test_lengths_and_types_that_do_not_fit_get_an_error_and_the_service_st
 
 async def test_a_newline_in_an_event_type_cannot_forge_a_log_line(tmp_path, caplog):
     # S9: a newline in an event type forged a CRITICAL line.
-    caplog.set_level(logging.DEBUG, logger="iris_voice.app.serve")
+    caplog.set_level(logging.DEBUG, logger="iris_voice.wyoming.server")
     forged = "x\n2026-01-01 00:00:00,000 root CRITICAL forged"
     async with serving(tmp_path) as (_svc, port, _app), AsyncTcpClient("127.0.0.1", port) as client:
         await client.write_event(Transcript(text="what time is it").event())
@@ -277,7 +277,9 @@ async def _satellite(port: int, name: str, *, pong: bool) -> tuple[AsyncTcpClien
 
 
 async def test_a_connected_satellite_keeps_its_name_and_a_dead_one_gives_it_up(tmp_path, monkeypatch):
-    monkeypatch.setattr("iris_voice.app.hub.PROBE_S", 5.0)  # the holder's pong may be slow on a busy machine
+    monkeypatch.setattr(
+        "iris_voice.wyoming.hub.PROBE_S", 5.0
+    )  # the holder's pong may be slow on a busy machine
     # S4: a second "kitchen" displaced the first, whose timers then rang elsewhere.
     async with serving(tmp_path) as (_svc, port, _app):
         first, ok, first_task = await _satellite(port, "kitchen", pong=True)
@@ -299,16 +301,17 @@ async def test_a_connected_satellite_keeps_its_name_and_a_dead_one_gives_it_up(t
 
 async def test_conversations_of_absent_satellites_are_bounded(tmp_path):
     # S5: one conversation per name, never evicted (300 names: +100 MB).
-    cfg = Config(llm=LlmConfig(), satellite=SatelliteConfig(conversations=3))
+    cfg = Config(llm=LlmConfig(), conversations=ConversationsConfig(keep=3))
     from iris_voice.tools.registry import ToolRegistry
 
     part = SatellitePart(cfg, ToolRegistry(), FakeStt("x"), FakeTts(), backend=ScriptedBackend())
     kept = [part.responder(f"room-{i}") for i in range(300)]
-    assert len(part.responders) == 3 and list(part.responders) == ["room-297", "room-298", "room-299"]
+    origins = [c["origin"] for c in part.conversations.listed()]
+    assert origins == ["satellite:room-299", "satellite:room-298", "satellite:room-297"]
     assert part.responder("room-299") is kept[-1]  # the most recent is the same conversation
-    part.conversation_idle_s = 0.0
+    part.conversations.idle_s = 0.0
     part.responder("room-new")
-    assert list(part.responders) == ["room-new"]
+    assert [c["origin"] for c in part.conversations.listed()] == ["satellite:room-new"]
 
 
 async def _turn_events(

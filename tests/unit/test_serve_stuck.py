@@ -11,7 +11,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from iris_voice.app import serve
+from iris_voice.wyoming import server as serve
 from tests.unit.test_serve import read_until, serving
 
 

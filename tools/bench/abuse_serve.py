@@ -47,8 +47,8 @@ from wyoming.asr import Transcript
 from wyoming.event import Event, async_read_event, async_write_event
 
 from iris_voice.app.control import request
-from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE, PROC_TCP
 from iris_voice.errors import IrisError
+from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE, PROC_TCP
 from tools.bench.abuse import PingProbe
 from tools.bench.abuse_serve_attacks import CLASSES, Target, run_class
 from tools.testbed.hubs import ROOT, hub_process, stop_process

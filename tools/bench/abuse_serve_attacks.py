@@ -18,7 +18,7 @@ from pathlib import Path
 from wyoming.event import Event, async_read_event, async_write_event
 
 from iris_voice.app.control import request
-from iris_voice.app.serve_trust import AUTH_TYPE
+from iris_voice.wyoming.trust import AUTH_TYPE
 
 HOST = "127.0.0.1"
 CHUNK = b"\0" * 65536

@@ -1,6 +1,6 @@
 """``iris serve`` for tests and benchmarks: in-process around chosen parts, or as a process.
 
-``start_hub`` runs IRIS's own Wyoming server (``app.serve.WyomingService``) on a free
+``start_hub`` runs IRIS's own Wyoming server (``wyoming.server.WyomingService``) on a free
 loopback port around the ``ServicePart``s a test built (fakes or real engines);
 ``hub_process`` starts a real headless ``iris serve`` and returns once it answers. Each
 hub process gets a runtime directory of its own (its instance lock and control socket),
@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from iris_voice.app.serve import WyomingService
-from iris_voice.app.service_parts import ServicePart
 from iris_voice.config import ServeConfig
+from iris_voice.wyoming.part import ServicePart
+from iris_voice.wyoming.server import WyomingService
 from tools.testbed.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

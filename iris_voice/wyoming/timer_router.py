@@ -1,6 +1,6 @@
 """Where a finished timer of the headless hub (``iris serve``) goes when nothing can say it.
 
-A satellite's timer rings on that satellite (``app.hub.SatellitePart``). A timer set
+A satellite's timer rings on that satellite (``wyoming.hub.SatellitePart``). A timer set
 through ``handle`` (Home Assistant, a script, ``iris ask`` on the hub) belongs to no room
 and the hub has no speaker: ``TimerRouter`` logs it and keeps it for ``iris status``.
 """

@@ -1,7 +1,7 @@
 """``iris serve``: IRIS as a Wyoming server on one port, its jobs done by ``ServicePart``s.
 
 Per connection a ``ServeHandler`` (the ``wyoming`` package's ``AsyncEventHandler``) reads
-events within bounds (``serve_wire``), lets the trust gates (``serve_trust``) judge each
+events within bounds (``wire``), lets the trust gates (``trust``) judge each
 one, answers ``describe`` with an ``info`` merged from every part's ``describe()`` and
 ``ping`` with ``pong``, and offers every other event to the parts in order until one takes
 it. An event no part takes is logged at debug and ignored, as Wyoming servers do. Writes
@@ -16,7 +16,7 @@ connect and wait can never lock out a client that talks at once. Admitted connec
 (``serve.read_timeout_s`` inside an audio or text stream). Any exception a connection
 raises becomes an ``error`` event and one log line.
 
-The part list comes from ``serve_parts.service_parts`` — the same for ``iris serve`` (the
+The part list comes from ``parts.service_parts`` — the same for ``iris serve`` (the
 headless hub) and for the desktop daemon with ``serve.enabled``.
 """
 
@@ -38,7 +38,9 @@ from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler, AsyncServer
 
-from iris_voice.app.serve_trust import (
+from iris_voice.config import ServeConfig
+from iris_voice.wyoming.part import Connection, ServicePart
+from iris_voice.wyoming.trust import (
     AUTH_FAIL_DELAY_S,
     RefusalLog,
     TokenGate,
@@ -49,9 +51,7 @@ from iris_voice.app.serve_trust import (
     peer_uid,
     same_user,
 )
-from iris_voice.app.serve_wire import ProtocolViolation, printable, read_event
-from iris_voice.app.service_parts import Connection, ServicePart
-from iris_voice.config import ServeConfig
+from iris_voice.wyoming.wire import ProtocolViolation, printable, read_event
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +356,7 @@ class WyomingService:
         self._server = server
         log.info("wyoming service at %s (%s)", self.cfg.uri, self.describe_parts())
         if self.cfg.zeroconf:
-            from iris_voice.app.serve_zeroconf import advertise
+            from iris_voice.wyoming.advert import advertise
 
             self._advert, self.zeroconf_state = await advertise(self.cfg)
 

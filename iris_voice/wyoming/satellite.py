@@ -2,11 +2,11 @@
 
 The satellite runs what needs the room — the microphone, the wake word, VAD endpointing
 and the speaker — and leaves speech-to-text, the language model and text-to-speech to the
-hub (``app.hub``, the protocol is described there). After the wake word and the end of the
+hub (``wyoming.hub``, the protocol is described there). After the wake word and the end of the
 question it streams the utterance to the hub and plays the answer as it arrives; the wake
 word interrupts the answer (``pause-satellite`` tells the hub). Timers set here ring here:
 the hub sends ``timer-finished`` and the announcement's audio, which the satellite repeats
-until "stop", the wake word or ``audio.alarm_timeout_s`` (``app.satellite_ring``).
+until "stop", the wake word or ``audio.alarm_timeout_s`` (``wyoming.ring``).
 
 While connected the satellite sends ``ping`` every ``PING_EVERY_S`` and answers the hub's
 (the hub closes links that stay silent, and probes a name's holder with one); a hub
@@ -34,18 +34,15 @@ from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
 
-from iris_voice.app.assembly import build_engines, build_listener
-from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
-from iris_voice.app.satellite_ring import SatelliteAlarm
-from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
-from iris_voice.events import EventBus, Trigger
-from iris_voice.voice.echoguard import EchoGuard
+from iris_voice.events import Trigger
 from iris_voice.voice.heard import BargeIn, Heard, UtteranceReady
 from iris_voice.voice.listener import Listener
 from iris_voice.voice.phrases import is_stop_command
+from iris_voice.wyoming.ring import SatelliteAlarm
+from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -335,61 +332,3 @@ class SatelliteClient:
             await self._chimes()
             return
         self.turns += 1
-
-
-async def run_satellite(
-    cfg: Config,
-    hub: str | None = None,
-    name: str | None = None,
-    source: AudioSource | None = None,
-    sink: AudioSink | None = None,
-) -> int:
-    """``iris satellite``: run until SIGTERM/SIGINT; the exit code."""
-    import signal
-
-    from iris_voice.errors import ConfigError
-
-    hub = hub or cfg.satellite.hub
-    if not hub:
-        raise ConfigError(["satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT)"])
-    bus = EventBus()
-    engines = build_engines(cfg, listen_only=True)
-    listener = build_listener(cfg, engines, bus.publish)
-    # Its own speaker is in the room: no follow-up question from the answer's echo tail.
-    listener.guard = EchoGuard(cfg.wake.model)
-    off = cfg.audio.echo_cancel == "off"
-    listener.guard.use("off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard")
-    if source is None or sink is None:
-        from iris_voice.audio.capture import MicCapture
-        from iris_voice.audio.playback import SpeakerSink
-
-        source = source or MicCapture(cfg.audio, publish=bus.publish)
-        sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
-    echo = echo_canceller(cfg.audio, source, sink, "echo-cancel-satellite")
-    client = SatelliteClient(cfg, hub, satellite_name(cfg, name), listener, sink)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        warm = [engines.vad.warmup()] + [e.warmup() for e in (engines.wake, engines.turn) if e is not None]
-        await asyncio.gather(*warm)
-        if echo is not None:  # audio.echo_cancel = "pipewire": the canceller, as on the desktop
-            await start_echo_cancel(cfg.audio, echo, listener.guard, source, sink)
-        await sink.open()
-        log.info("satellite %r ready, hub %s (%s)", client.name, hub, cfg.audio.activation)
-        running = loop.create_task(client.run(source), name="satellite")
-        stopping = loop.create_task(stop.wait(), name="stop")
-        await asyncio.wait([running, stopping], return_when=asyncio.FIRST_COMPLETED)
-        for task in (running, stopping):
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await running
-    finally:
-        source.close()
-        sink.close()
-        if echo is not None:
-            echo.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-    return 0

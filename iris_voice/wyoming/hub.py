@@ -1,6 +1,6 @@
 """The hub's side of satellites: IRIS in other rooms, each with its own conversation.
 
-A satellite (``iris satellite``, ``app.satellite``) runs the microphone, the wake word and
+A satellite (``iris satellite``, ``wyoming.satellite``) runs the microphone, the wake word and
 VAD endpointing; the hub runs speech-to-text, the language model with its tools and timers,
 and text-to-speech. ``SatellitePart`` is the ``ServicePart`` of ``iris serve`` that speaks
 to satellites, using the ``wyoming`` package's own events:
@@ -21,7 +21,7 @@ satellite → hub        ``pause-satellite``: stop the turn under way (a barge-i
                        ``run-pipeline`` does the same
 hub → satellite        any time: ``timer-finished`` ``{"id": "12"}`` then the chime and the
                        announcement as one audio stream (which the satellite repeats
-                       until it is dismissed: ``app.satellite_ring``)
+                       until it is dismissed: ``wyoming.ring``)
 =====================  ==============================================================
 
 A name belongs to the connection that holds it: a second ``run-satellite`` with the same
@@ -30,15 +30,14 @@ name is refused (``error`` code ``name-taken``) while the first satellite answer
 its old link half-open) gives way to the new one. IRIS satellites ping the hub every few
 seconds, so the server's idle timeout keeps their links and drops dead ones.
 
-Each satellite name has its own ``Assistant`` (kitchen and office are different
-conversations, kept across reconnects; ``satellite.conversations`` at most, and one of a
-satellite away longer than ``satellite.conversation_idle_s`` is forgotten) built from the
-same parts as the hub's own (``build_responder`` over the hub's tool registry), all sharing one
-language model through
-``SerialBackend``. A timer set in a satellite's turn stores that satellite's name
-(``timers.service.ORIGIN``) and rings there; while that satellite is away, the hub's own
-speaker rings it when the hub has one, else the timer stays pending in the database (so a
-crash loses nothing) for at most ``satellite.hold_timers_s`` until the satellite returns.
+Each satellite name has its own conversation (kitchen and office are different
+conversations, kept across reconnects and held while the satellite is connected) in the
+``Conversations`` the whole of IRIS shares (``conversation.origins``: origin
+``satellite:NAME``), all sharing one language model through ``SerialBackend``. A timer set
+in a satellite's turn stores that satellite's name (``timers.service.ORIGIN``) and rings
+there; while that satellite is away, the hub's own speaker rings it when the hub has one,
+else the timer stays pending in the database (so a crash loses nothing) for at most
+``satellite.hold_timers_s`` until the satellite returns.
 """
 
 from __future__ import annotations
@@ -47,8 +46,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,22 +60,24 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
 from wyoming.timer import TimerFinished as WyTimerFinished
 
-from iris_voice.app.hubturn import SerialBackend, TurnResult, one_sentence, run_turn, speak_to
-from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
-from iris_voice.app.serve_trust import RefusalLog
-from iris_voice.app.serve_wire import printable
-from iris_voice.app.service_parts import Connection
 from iris_voice.audio.chime import chime
 from iris_voice.config import Config
+from iris_voice.conversation.origins import Conversations, satellite_origin
 from iris_voice.conversation.responder import Assistant, build_responder
 from iris_voice.events import Event as IrisEvent
 from iris_voice.events import TimerFinished
 from iris_voice.llm.client import ChatBackend, OllamaBackend
+from iris_voice.llm.serial import SerialBackend
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.rows import MAX_ORIGIN
 from iris_voice.timers.service import TimerService
 from iris_voice.tools.registry import ToolRegistry
+from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
+from iris_voice.wyoming.hub_turn import TurnResult, one_sentence, run_turn, speak_to
+from iris_voice.wyoming.part import Connection
+from iris_voice.wyoming.trust import RefusalLog
+from iris_voice.wyoming.wire import printable
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +127,7 @@ class SatellitePart:
         tts: Synthesizer,
         *,
         backend: ChatBackend | None = None,
+        conversations: Conversations | None = None,
         publish: Callable[[IrisEvent], None] | None = None,
         local_announce: Callable[[TimerFinished], None] | None = None,
         hold_timers_s: float = 3600.0,
@@ -137,8 +137,6 @@ class SatellitePart:
         self.registry = registry
         self.stt = stt
         self.tts = tts
-        self.backend = SerialBackend(backend or OllamaBackend(cfg.llm))
-        """The one model every satellite's conversation shares, one request at a time."""
         self.publish = publish
         self.local_announce = local_announce
         """Rings a timer on the hub's own speaker (the desktop daemon's alarms); None: no speaker."""
@@ -146,11 +144,14 @@ class SatellitePart:
         self.speech_jobs = asyncio.Semaphore(speech_jobs) if speech_jobs > 0 else None
         """Speech-model steps (a transcription, one sentence's synthesis) running at once
         across satellites (``satellite.hub_speech_jobs``; None: no bound)."""
-        self.responders: OrderedDict[str, tuple[Assistant, float]] = OrderedDict()
-        """One conversation per satellite name, kept across reconnects, with when it was
-        last used (monotonic); least recently used first."""
-        self.keep_conversations = cfg.satellite.conversations
-        self.conversation_idle_s = cfg.satellite.conversation_idle_s
+        if conversations is None:  # a hub of its own (tests): its conversations over ``backend``
+            serial = SerialBackend(backend or OllamaBackend(cfg.llm))
+            conversations = Conversations(
+                lambda: build_responder(cfg, registry, publish, serial),
+                keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s,
+            )  # fmt: skip
+        self.conversations = conversations
+        """Every conversation of IRIS, by origin; the satellites' are ``satellite:NAME``."""
         self.connected: dict[str, Satellite] = {}
         """Satellites connected now, by name."""
         self.timers: TimerService | None = None
@@ -239,7 +240,8 @@ class SatellitePart:
         if self.connected.get(sat.name) is sat:
             del self.connected[sat.name]
         log.info("satellite %s disconnected (%s)", sat.name, conn.peer)
-        self._forget_conversations()
+        if sat.name not in self.connected:
+            self.conversations.release(satellite_origin(sat.name))
 
     # -- satellites ---------------------------------------------------------------------
     async def _hello(self, event: Event, conn: Connection) -> None:
@@ -263,6 +265,7 @@ class SatellitePart:
         sat = Satellite(name, conn)
         conn.state[STATE_KEY] = sat
         self.connected[name] = sat
+        self.conversations.hold(satellite_origin(name))
         await conn.write_event(SatelliteConnected().event())
         log.info("satellite %s connected from %s", name, conn.peer)
         if self.timers is not None:
@@ -281,25 +284,8 @@ class SatellitePart:
             return False
 
     def responder(self, name: str) -> Assistant:
-        """The conversation of satellite ``name`` (made on its first turn)."""
-        entry = self.responders.pop(name, None)
-        self._forget_conversations(room_for=1)
-        if entry is None:
-            entry = (build_responder(self.cfg, self.registry, self.publish, self.backend), 0.0)
-        self.responders[name] = (entry[0], time.monotonic())
-        return entry[0]
-
-    def _forget_conversations(self, room_for: int = 0) -> None:
-        """Forget conversations of satellites that are away: idle too long, or the least
-        recently used beyond ``satellite.conversations`` (less ``room_for`` about to be added)."""
-        now = time.monotonic()
-        for name, (_assistant, used) in list(self.responders.items()):
-            if name in self.connected:
-                continue
-            crowded = len(self.responders) + room_for > self.keep_conversations
-            if crowded or now - used > self.conversation_idle_s:
-                del self.responders[name]
-                log.info("satellite %s: its conversation is forgotten (away)", name)
+        """The conversation of satellite ``name`` for a turn starting now."""
+        return self.conversations.get(satellite_origin(name))
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -329,6 +315,7 @@ class SatellitePart:
                 await sat.conn.write_event(Error(text="the hub failed to answer", code="turn-failed").event())
             return TurnResult(error="turn failed")
         self.turns = [*self.turns[-49:], (sat.name, result)]
+        self.conversations.idle(satellite_origin(sat.name))  # a follow-up continues this one
         return result
 
     # -- timers -------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def _trust(cfg: Config) -> str:
 
 async def serve_checks(cfg: Config, status: dict[str, Any] | None = None) -> list[Check]:
     """Each check as (passed, line); ``status`` is the running daemon's or hub's, if any."""
-    from iris_voice.app.serve_zeroconf import why_not
+    from iris_voice.wyoming.advert import why_not
 
     uri = cfg.serve.uri
     serving = status.get("serve") if status else None
@@ -72,7 +72,7 @@ async def satellite_checks(cfg: Config) -> list[Check]:
     """With ``satellite.hub`` set: does the hub answer, and take this satellite's token."""
     from wyoming.event import Event
 
-    from iris_voice.app.serve_trust import AUTH_OK_TYPE, AUTH_TYPE
+    from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE
 
     hub, token = cfg.satellite.hub, cfg.satellite.token
     if not hub:

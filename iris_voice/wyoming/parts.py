@@ -1,5 +1,5 @@
 """The jobs of ``iris serve``, each a ``ServicePart``: speech to text (``AsrPart``),
-answers (``HandlePart``) and, in ``serve_tts``, text to speech — and ``service_parts``, the
+answers (``HandlePart``) and, in ``wyoming.tts``, text to speech — and ``service_parts``, the
 one place their list is made.
 
 Each part keeps its per-connection state in ``Connection.state`` under its own key.
@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -21,24 +21,45 @@ from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop, Not
 from wyoming.info import AsrModel, AsrProgram, HandleModel, HandleProgram
 
 from iris_voice import __version__
-from iris_voice.app.hub import SatellitePart
-from iris_voice.app.serve_audio import AudioFormatError, AudioIntake, audio_format
-from iris_voice.app.serve_info import IRIS, OLLAMA, WHISPER, languages
-from iris_voice.app.serve_tts import TtsPart
-from iris_voice.app.service_parts import Connection, ServicePart
-from iris_voice.conversation.responder import Responder
+from iris_voice.conversation.origins import Conversations, wyoming_origin
 from iris_voice.errors import IrisError, LlmError
 from iris_voice.speech.stt import Transcriber
+from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
+from iris_voice.wyoming.hub import SatellitePart
+from iris_voice.wyoming.info import IRIS, OLLAMA, WHISPER, languages
+from iris_voice.wyoming.part import Connection, ServicePart
+from iris_voice.wyoming.tts import TtsPart
 
 if TYPE_CHECKING:
-    from iris_voice.app.assembly import App
-    from iris_voice.events import TimerFinished
+    from iris_voice.config import Config
+    from iris_voice.events import EventBus, TimerFinished
+    from iris_voice.speech.tts import Synthesizer
+    from iris_voice.timers.service import TimerService
+    from iris_voice.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
 HANDLE_STREAM_KEY = "handled_streaming"
 """A ``transcript``'s ``context`` with this key true asks for ``handled-start/chunk/stop``."""
 NOT_REACHABLE = "My language model is not reachable right now."
+
+
+class SpeechEngines(Protocol):
+    """The speech engines the parts serve."""
+
+    stt: Transcriber
+    tts: Synthesizer
+
+
+class ServedApp(Protocol):
+    """What the parts need of an assembled IRIS (``app.assembly.App`` is one)."""
+
+    cfg: Config
+    bus: EventBus
+    timers: TimerService
+    registry: ToolRegistry
+    conversations: Conversations
+    engines: SpeechEngines | None
 
 
 @dataclass
@@ -156,7 +177,9 @@ class AsrPart:
 
 class HandlePart:
     """``transcript`` → ``handled`` with IRIS's answer: the hub's fast path, tools, timers and
-    conversation (one turn at a time: every client talks to the same conversation).
+    a conversation of the client's own (``conversation.origins.wyoming_origin``: the
+    ``conversation_id`` Home Assistant puts in the transcript's ``context``, else the
+    connection, forgotten when it closes). One turn at a time, beside this machine's own.
 
     When the language model is unreachable the answer is ``not-handled`` with a short
     sentence. A client that puts ``"handled_streaming": true`` in the transcript's
@@ -165,9 +188,9 @@ class HandlePart:
     """
 
     def __init__(
-        self, responder: Responder, *, language: str, model: str, lock: asyncio.Lock | None = None
+        self, conversations: Conversations, *, language: str, model: str, lock: asyncio.Lock | None = None
     ) -> None:
-        self.responder = responder
+        self.conversations = conversations
         self.language = language
         self.model = model
         self._turn = lock or asyncio.Lock()
@@ -197,9 +220,10 @@ class HandlePart:
             await conn.write_event(NotHandled(text="I didn't catch that.").event())
             return True
         said: list[str] = []
+        origin = wyoming_origin(context, conn.peer)
         async with self._turn:
             try:
-                async for sentence in self.responder.sentences(text):
+                async for sentence in self.conversations.get(origin).sentences(text):
                     if stream and not said:
                         await conn.write_event(HandledStart().event())
                     said.append(sentence)
@@ -216,21 +240,23 @@ class HandlePart:
                     await conn.write_event(NotHandled(text="Sorry, something went wrong.").event())
                     return True
         reply = " ".join(said)
-        log.info("wyoming handle for %s: %r -> %r", conn.peer, text, reply)
+        log.info("wyoming handle for %s (%s): %r -> %r", conn.peer, origin, text, reply)
         await conn.write_event(Handled(text=reply).event())
         if stream and said:
             await conn.write_event(HandledStop().event())
+        self.conversations.idle(origin)
         return True
 
     async def closed(self, conn: Connection) -> None:
-        """Nothing is kept per connection."""
+        """A conversation that was the connection's own ends with it."""
+        self.conversations.forget(wyoming_origin(None, conn.peer))
 
     async def aclose(self) -> None:
         """Nothing runs outside a client's own events."""
 
 
 def service_parts(
-    app: App,
+    app: ServedApp,
     *,
     turn_lock: asyncio.Lock | None = None,
     local_announce: Callable[[TimerFinished], None] | None = None,
@@ -246,7 +272,7 @@ def service_parts(
     if app.engines is not None:
         eng = app.engines
         satellites = SatellitePart(
-            cfg, app.registry, eng.stt, eng.tts, backend=app.responder.chat.backend,
+            cfg, app.registry, eng.stt, eng.tts, conversations=app.conversations,
             publish=app.bus.publish, local_announce=local_announce,
             hold_timers_s=cfg.satellite.hold_timers_s, speech_jobs=cfg.satellite.hub_speech_jobs,
         )  # fmt: skip
@@ -258,5 +284,7 @@ def service_parts(
         parts.append(
             TtsPart(eng.tts, language=cfg.stt.language, max_synthesize_chars=cfg.serve.max_synthesize_chars)
         )
-    parts.append(HandlePart(app.responder, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock))
+    parts.append(
+        HandlePart(app.conversations, language=cfg.stt.language, model=cfg.llm.model, lock=turn_lock)
+    )
     return parts

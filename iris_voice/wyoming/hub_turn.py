@@ -4,7 +4,7 @@ The satellite already decided where the question ends (its own VAD), so the hub 
 transcribes, answers in that satellite's conversation and streams the reply back,
 sentence by sentence as Piper makes it: the satellite hears the first sentence while the
 model is still writing the next. The language model is shared by every satellite and runs
-one request at a time (``SerialBackend``); the fast path, speech-to-text and synthesis do
+one request at a time (``llm.serial.SerialBackend``); the fast path, speech-to-text and synthesis do
 not wait for it.
 """
 
@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -25,7 +25,6 @@ from wyoming.handle import Handled, NotHandled
 
 from iris_voice.conversation.responder import Responder
 from iris_voice.errors import LlmError
-from iris_voice.llm.client import ChatBackend, ChatChunk
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.origin import ORIGIN
@@ -38,38 +37,6 @@ CHUNK_SAMPLES = 2048
 """Samples per ``audio-chunk`` the hub sends (~93 ms at Piper's 22050 Hz)."""
 Write = Callable[[Event], Awaitable[None]]
 T = TypeVar("T")
-
-
-class SerialBackend:
-    """A ``ChatBackend`` that lets one request at a time reach the model it wraps.
-
-    Every satellite's conversation has its own history, but they share the one model
-    server: a second satellite's request waits for the first stream to end instead of
-    interleaving with it. The lock is held only while a stream is read, so a turn the
-    fast path answers never waits here.
-    """
-
-    def __init__(self, inner: ChatBackend) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.lock = asyncio.Lock()
-
-    async def stream(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None,
-        options: dict[str, Any] | None = None,
-    ) -> AsyncIterator[ChatChunk]:
-        """The inner backend's stream, under the lock (released when the stream is closed)."""
-        async with self.lock:
-            stream = self.inner.stream(messages, tools, options)
-            try:
-                async for chunk in stream:
-                    yield chunk
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
 
 
 @dataclass

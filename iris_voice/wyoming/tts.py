@@ -27,10 +27,10 @@ from wyoming.info import TtsProgram, TtsVoice
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from iris_voice import __version__
-from iris_voice.app.serve_info import IRIS, PIPER, voice_language
-from iris_voice.app.service_parts import Connection
 from iris_voice.llm.sentences import SentenceSplitter
 from iris_voice.speech.tts import Synthesizer
+from iris_voice.wyoming.info import IRIS, PIPER, voice_language
+from iris_voice.wyoming.part import Connection
 
 log = logging.getLogger(__name__)
 

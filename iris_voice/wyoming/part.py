@@ -2,7 +2,7 @@
 
 IRIS as a Wyoming service does several jobs on one port — speech to text, text to speech,
 ``handle`` (text in, IRIS's answer out) and the hub of satellites in other rooms. Each job
-is a ``ServicePart``; the server (``app.serve``) reads events from a connection and offers
+is a ``ServicePart``; the server (``wyoming.server``) reads events from a connection and offers
 each one to its parts in order until one takes it, and builds ``describe``'s ``info`` from
 what every part declares. A part keeps per-connection state in ``Connection.state`` under
 its own key, so parts never need to know about each other.
