@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -55,7 +55,15 @@ audio-deps:
 	  || { $(SUDO) apt-get update -q && \
 	       $(SUDO) apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 $(AUDIO_DEBS); }; }
 
-test: setup audio-deps
+# The stock Wyoming satellite Home Assistant pairs with, for the interoperability tests, in a
+# venv of its own (it pins wyoming 1.5.4), from ../shared/vendor (skipped without the archive).
+peers: $(IRIS_CACHE)/peers/.stamp-wyoming-satellite
+$(IRIS_CACHE)/peers/.stamp-wyoming-satellite: tools/testbed/peer_satellite.py | venv
+	mkdir -p $(IRIS_CACHE)/peers
+	$(BIN)/python -m tools.testbed.peer_satellite
+	touch $@
+
+test: setup audio-deps peers
 	$(BIN)/python -m pytest -ra
 
 test-fast: venv

@@ -112,6 +112,25 @@ class TurnFinished(Event):
 
 
 @dataclass(frozen=True)
+class TimerChanged(Event):
+    """A timer or reminder was set, changed (time added, paused, resumed) or cancelled:
+    a satellite shows it (Wyoming's ``timer-started``/``-updated``/``-cancelled``)."""
+
+    timer_id: int
+    kind: str
+    """``timer`` or ``reminder``."""
+    label: str
+    change: str
+    """``started``, ``updated`` or ``cancelled``."""
+    seconds_left: float
+    """Seconds until it falls due (as it was, for a cancelled one)."""
+    running: bool
+    """Counting down (False: paused or cancelled)."""
+    origin: str = ""
+    """The satellite it was set from (``wyoming.hub``); "" for this machine."""
+
+
+@dataclass(frozen=True)
 class TimerFinished(Event):
     """A timer or reminder fell due."""
 

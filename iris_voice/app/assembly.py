@@ -14,7 +14,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -135,6 +135,20 @@ def build_listener(
     return Listener(
         cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
     )
+
+
+def remote_listener(cfg: Config) -> Callable[[], Awaitable[Listener]]:
+    """Makes the hub's ears for a satellite that streams its microphone (``wyoming.ears``):
+    VAD, wake word and end-of-turn models of its own, loaded, in a listener."""
+
+    async def make() -> Listener:
+        engines = build_engines(cfg, listen_only=True)
+        await asyncio.gather(
+            *(e.warmup() for e in (engines.vad, engines.wake, engines.turn) if e is not None)
+        )
+        return build_listener(cfg, engines, lambda _event: None)
+
+    return make
 
 
 async def warm_up(engines: Engines) -> dict[str, float]:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from iris_voice import __version__
-from iris_voice.app.assembly import Engines, build_app, build_listener, warm_up
+from iris_voice.app.assembly import Engines, build_app, build_listener, remote_listener, warm_up
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.control import ControlServer
@@ -32,6 +32,7 @@ from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
+from iris_voice.wyoming.dialer import SatelliteDialer, dialers
 from iris_voice.wyoming.parts import service_parts
 from iris_voice.wyoming.server import WyomingService
 from iris_voice.wyoming.trust import load_token
@@ -90,11 +91,15 @@ class Daemon:
         self.looplag = LoopLagMonitor()
         # serve.enabled: the same Wyoming service as ``iris serve``, over this daemon's parts
         self.service: WyomingService | None = None
+        self.dialers: list[SatelliteDialer] = []
+        """The satellites this hub connects to (``satellite.connect``, with ``serve.enabled``)."""
         if cfg.serve.enabled:
             parts = service_parts(
-                self.app, turn_lock=self.pipeline.speech_lock, local_announce=self.alarms.take
-            )
+                self.app, turn_lock=self.pipeline.speech_lock, local_announce=self.alarms.take,
+                listener=remote_listener(cfg),
+            )  # fmt: skip
             self.service = WyomingService(cfg.serve, parts, load_token(cfg.serve))
+            self.dialers = dialers(cfg.satellite, parts)
         self.commands = ControlCommands(
             cfg=self.cfg, pipeline=self.pipeline, conversations=self.app.conversations,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
@@ -137,6 +142,7 @@ class Daemon:
                 ]
                 if self.service is not None:
                     tasks.append(tg.create_task(self._serve(self.service), name="wyoming-serve"))
+                tasks += [tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers]
                 await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
                 # The first question should not pay for loading the language model and its
                 # prompt: wait for the first attempt (bounded), but never for a dead server.

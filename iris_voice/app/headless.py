@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from iris_voice import __version__
-from iris_voice.app.assembly import Engines, build_app
+from iris_voice.app.assembly import Engines, build_app, remote_listener
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import LlmHealth, forget_command, timers_command
 from iris_voice.app.control import ControlServer
@@ -31,6 +31,7 @@ from iris_voice.conversation.origins import DESKTOP
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.errors import Code, IrisError, LlmError
 from iris_voice.llm.client import ChatBackend
+from iris_voice.wyoming.dialer import dialers
 from iris_voice.wyoming.parts import service_parts
 from iris_voice.wyoming.server import WyomingService
 from iris_voice.wyoming.timer_router import TimerRouter
@@ -52,8 +53,10 @@ class Hub:
         self.app.bus.subscribe(self.router.on_event)
         self.turn_lock = asyncio.Lock()
         """One turn at a time in the one conversation: Wyoming clients and ``iris ask``."""
-        parts = service_parts(self.app, turn_lock=self.turn_lock)
+        parts = service_parts(self.app, turn_lock=self.turn_lock, listener=remote_listener(self.cfg))
         self.service = WyomingService(self.cfg.serve, parts, load_token(self.cfg.serve))
+        self.dialers = dialers(self.cfg.satellite, parts)
+        """The satellites this hub connects to (``satellite.connect``)."""
         self.health = LlmHealth()
         self._stopping = asyncio.Event()
 
@@ -83,6 +86,7 @@ class Hub:
                     tg.create_task(self.app.timers.run(), name="timers"),
                     tg.create_task(self.router.run(), name="timer-router"),
                     tg.create_task(self._connect_llm(), name="llm-connect"),
+                    *(tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers),
                 ]
                 await self.app.start_mcp(tg)
                 sd_notify(f"READY=1\nSTATUS=serving {self.cfg.serve.uri}")

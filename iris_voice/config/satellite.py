@@ -34,6 +34,19 @@ class SatelliteConfig(_Section):
     """On the hub: speech-model steps (one transcription, one sentence's synthesis) run at
     once for all satellites; 0: no bound (many cores or a GPU)."""
 
+    connect: list[str] = []
+    """On the hub: satellites to connect to, ``tcp://HOST:PORT`` each — Wyoming satellites
+    that listen for their hub, as Home Assistant's do (a stock ``wyoming-satellite``, or
+    ``iris satellite --listen``). The hub sends each ``run-satellite`` and answers its turns."""
+
+    @field_validator("connect")
+    @classmethod
+    def _connect(cls, value: list[str]) -> list[str]:
+        for uri in value:
+            if not re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", uri.strip()):
+                raise ValueError(f"each must look like tcp://HOST:PORT, not {uri!r}")
+        return [u.strip() for u in value]
+
     @field_validator("hub")
     @classmethod
     def _uri(cls, value: str) -> str:

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Protocol
 
 from iris_voice.errors import ToolError
-from iris_voice.events import Event, TimerFinished, TimerStoreRecovered
+from iris_voice.events import Event, TimerChanged, TimerFinished, TimerStoreRecovered
 from iris_voice.timers.dbfile import is_damage, is_locked
 from iris_voice.timers.origin import ORIGIN, Hold
 from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
@@ -159,6 +159,7 @@ class TimerService:
         self._changed.set()  # run() re-reads the store and re-plans its sleep
         log.info("%s %d set: %r due %s%s", kind, row.id, label, self._local(due_at).isoformat(),
                  f" (from {origin})" if origin else "")  # fmt: skip
+        self._tell("started", row, now)
         return row
 
     async def set_timer(self, seconds: float, label: str = "") -> TimerRow:
@@ -187,7 +188,7 @@ class TimerService:
         """
         rows = await asyncio.to_thread(self.store.active)
         chosen = self._select(which, rows, self.clock.now())
-        return await self._apply(chosen, lambda r: self.store.cancel(r.id), reread=False)
+        return await self._apply(chosen, lambda r: self.store.cancel(r.id), reread=False, what="cancelled")
 
     async def find(self, which: str) -> list[TimerRow]:
         """The rows ``which`` designates, without changing them (see ``cancel``)."""
@@ -231,17 +232,33 @@ class TimerService:
         return [r for r in await asyncio.to_thread(self.store.active) if r.kind == "timer"]
 
     async def _apply(
-        self, rows: list[TimerRow], change: Callable[[TimerRow], bool], reread: bool = True
+        self,
+        rows: list[TimerRow],
+        change: Callable[[TimerRow], bool],
+        reread: bool = True,
+        what: str = "updated",
     ) -> list[TimerRow]:
         """Run ``change`` on each row (in a thread); the rows changed, as stored now
-        (``reread``) or as they were before."""
+        (``reread``) or as they were before. ``what`` the change was, for ``TimerChanged``."""
         done = []
         for row in rows:
             if await asyncio.to_thread(change, row):  # False: it fired or was cancelled meanwhile
                 done.append((await asyncio.to_thread(self.store.get, row.id) or row) if reread else row)
         if done:
             self._changed.set()  # run() re-reads the store and re-plans its sleep
+        now = self.clock.now()
+        for row in done:
+            self._tell(what, row, now)
         return done
+
+    def _tell(self, change: str, row: TimerRow, now: float) -> None:
+        """Publish a ``TimerChanged`` (a broken subscriber changes nothing here)."""
+        running = change != "cancelled" and not row.paused
+        event = TimerChanged(row.id, row.kind, row.label, change, row.left(now), running, row.origin)
+        try:
+            self.publish(event)
+        except Exception:
+            log.exception("publishing %s failed", event)
 
     def _pick(
         self, which: str, rows: list[TimerRow], now: float, prefer: Callable[[TimerRow], bool]

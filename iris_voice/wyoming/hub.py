@@ -46,7 +46,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +58,7 @@ from wyoming.handle import NotHandled
 from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite, SatelliteConnected
-from wyoming.timer import TimerFinished as WyTimerFinished
 
-from iris_voice.audio.chime import chime
 from iris_voice.config import Config
 from iris_voice.conversation.origins import Conversations, satellite_origin
 from iris_voice.conversation.responder import Assistant, build_responder
@@ -73,8 +71,11 @@ from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.rows import MAX_ORIGIN
 from iris_voice.timers.service import TimerService
 from iris_voice.tools.registry import ToolRegistry
+from iris_voice.voice.listener import Listener
 from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
-from iris_voice.wyoming.hub_turn import TurnResult, one_sentence, run_turn, speak_to
+from iris_voice.wyoming.ears import STREAM_FORMAT, RemoteEars
+from iris_voice.wyoming.hub_timers import SatelliteTimers
+from iris_voice.wyoming.hub_turn import TurnResult, run_turn
 from iris_voice.wyoming.part import Connection
 from iris_voice.wyoming.trust import RefusalLog
 from iris_voice.wyoming.wire import printable
@@ -114,6 +115,10 @@ class Satellite:
     """The turn ends at the transcript (``end_stage`` asr: "stop" over a ringing timer)."""
     heard: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by every event from the satellite: a name's holder answering the probe."""
+    ears: RemoteEars | None = None
+    """The hub's listener over a streamed microphone (a stock satellite's), once it streams."""
+    stream_wake: bool = False
+    """The streamed pipeline starts at the wake word (else the question starts at once)."""
 
 
 class SatellitePart:
@@ -128,6 +133,7 @@ class SatellitePart:
         *,
         backend: ChatBackend | None = None,
         conversations: Conversations | None = None,
+        listener: Callable[[], Awaitable[Listener]] | None = None,
         publish: Callable[[IrisEvent], None] | None = None,
         local_announce: Callable[[TimerFinished], None] | None = None,
         hold_timers_s: float = 3600.0,
@@ -152,6 +158,9 @@ class SatellitePart:
             )  # fmt: skip
         self.conversations = conversations
         """Every conversation of IRIS, by origin; the satellites' are ``satellite:NAME``."""
+        self.listener = listener
+        """Makes the hub's ears for a satellite that streams its microphone (None: such a
+        satellite is refused ``no-ears``)."""
         self.connected: dict[str, Satellite] = {}
         """Satellites connected now, by name."""
         self.timers: TimerService | None = None
@@ -160,6 +169,8 @@ class SatellitePart:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.refusals = RefusalLog()
         """Refused satellite streams and names: logged once per peer per minute."""
+        self.ringer = SatelliteTimers(self)
+        """Satellites' timers: shown there, rung there."""
 
     # -- the ServicePart Protocol ----------------------------------------------------
     def describe(self) -> dict[str, list[Any]]:
@@ -182,14 +193,17 @@ class SatellitePart:
         if RunPipeline.is_type(event.type):
             run = RunPipeline.from_event(event)
             self._stop_turn(sat, "a new turn")
-            if run.start_stage != PipelineStage.ASR:
+            if run.start_stage not in (PipelineStage.ASR, PipelineStage.WAKE):
                 await conn.write_event(
-                    Error(text="a satellite's turn starts at asr", code="bad-stage").event()
+                    Error(text="a satellite's turn starts at wake or asr", code="bad-stage").event()
                 )
                 return True
             sat.wake_name = run.wake_word_name or self.cfg.wake.model
             sat.words_only = run.end_stage == PipelineStage.ASR
+            sat.stream_wake = run.start_stage == PipelineStage.WAKE
             sat.listening, sat.audio = True, None
+            if sat.ears is not None:
+                sat.ears.listen(wake=sat.stream_wake)
             return True
         if PauseSatellite.is_type(event.type):
             self._stop_turn(sat, "pause-satellite")
@@ -198,6 +212,8 @@ class SatellitePart:
             return False  # audio outside a satellite turn (the ASR part's, for example)
         if AudioStart.is_type(event.type):
             return await self._audio_start(sat, event)
+        if AudioChunk.is_type(event.type) and sat.audio is None:
+            return await self._stream(sat, event)  # no audio-start: the microphone, streamed
         if AudioChunk.is_type(event.type):
             # Per chunk on the loop: a format check and one append within the budget; the
             # resampling waits for audio-stop and runs in a thread.
@@ -219,6 +235,42 @@ class SatellitePart:
             return True
         return False
 
+    async def _stream(self, sat: Satellite, event: Event) -> bool:
+        """A chunk of a streamed microphone: the hub's ears find the wake word and the end
+        of the question (``wyoming.ears``)."""
+        try:
+            fmt = audio_format(event.data)
+        except AudioFormatError:
+            fmt = None
+        if fmt != STREAM_FORMAT or self.listener is None:
+            why = "send 16 kHz 16-bit mono" if self.listener is not None else "this hub has no ears"
+            self.refusals.warn(sat.conn.peer.rsplit(":", 1)[0], f"satellite {sat.name} streams: {why}")
+            sat.listening = False
+            code = "bad-audio" if self.listener is not None else "no-ears"
+            await sat.conn.write_event(Error(text=f"a streamed microphone: {why}", code=code).event())
+            return True
+        if sat.ears is None:
+            listener = await self.listener()
+            ears = RemoteEars(
+                listener, sat.conn.write_event, lambda audio, _t: self._heard(sat, audio),
+                lambda: self._stop_turn(sat, "the wake word"), wake_name=sat.wake_name, wake=sat.stream_wake,
+            )  # fmt: skip
+            if sat.ears is None:  # another chunk made them while the models loaded
+                sat.ears = ears
+                ears.start()
+                log.info("%s streams its microphone: the hub listens (%s)", sat.name,
+                         "wake word" if sat.stream_wake else "a question")  # fmt: skip
+        sat.ears.push(event.payload or b"")
+        return True
+
+    async def _heard(self, sat: Satellite, audio: np.ndarray) -> None:
+        """The ears heard a question: answer it, then listen again."""
+        if sat.ears is not None:
+            sat.ears.answering()
+        sat.turn = self._spawn(self._turn(sat, audio), f"satellite-{sat.name}")
+        # Not awaited: the ears go on listening, so the wake word can stop the answer.
+        sat.turn.add_done_callback(lambda _t: sat.ears.done() if sat.ears is not None else None)
+
     async def _audio_start(self, sat: Satellite, event: Event) -> bool:
         """A turn's audio begins: its format is checked before a byte of it is kept."""
         try:
@@ -237,6 +289,8 @@ class SatellitePart:
         if sat is None:
             return
         self._stop_turn(sat, "disconnected")
+        if sat.ears is not None:
+            await sat.ears.close()
         if self.connected.get(sat.name) is sat:
             del self.connected[sat.name]
         log.info("satellite %s disconnected (%s)", sat.name, conn.peer)
@@ -246,19 +300,21 @@ class SatellitePart:
     # -- satellites ---------------------------------------------------------------------
     async def _hello(self, event: Event, conn: Connection) -> None:
         data = event.data or {}
-        name = str(data.get("name", "")).strip()
+        error = await self.attach(str(data.get("name", "")).strip(), conn)
+        await conn.write_event(error.event() if error is not None else SatelliteConnected().event())
+
+    async def attach(self, name: str, conn: Connection) -> Error | None:
+        """Make ``conn`` satellite ``name`` (a ``run-satellite`` it sent, or a satellite this
+        hub connected to); the ``error`` refusing it, or None."""
         if not name or len(name) > MAX_ORIGIN or not _NAME.match(name):
-            bad = f"bad satellite name {printable(name, 40)}"
-            await conn.write_event(Error(text=bad, code="bad-name").event())
-            return
+            return Error(text=f"bad satellite name {printable(name, 40)}", code="bad-name")
         old = self.connected.get(name)
         if old is not None and old.conn is not conn:
             if await self._alive(old):
                 why = f"satellite name {name} claimed while {old.conn.peer} holds it"
                 self.refusals.warn(conn.peer.rsplit(":", 1)[0], why)
                 taken = f"a satellite named {name!r} is connected; give this one another satellite.name"
-                await conn.write_event(Error(text=taken, code="name-taken").event())
-                return
+                return Error(text=taken, code="name-taken")
             log.info("satellite %s reconnected from %s (%s did not answer)", name, conn.peer, old.conn.peer)
             self._stop_turn(old, "replaced")
             old.conn.state.pop(STATE_KEY, None)
@@ -266,10 +322,10 @@ class SatellitePart:
         conn.state[STATE_KEY] = sat
         self.connected[name] = sat
         self.conversations.hold(satellite_origin(name))
-        await conn.write_event(SatelliteConnected().event())
         log.info("satellite %s connected from %s", name, conn.peer)
         if self.timers is not None:
             self.timers.poke()  # timers it missed while away ring now
+        return None
 
     async def _alive(self, sat: Satellite) -> bool:
         """Does the satellite holding a name still answer? A ``ping``, then any event within
@@ -322,52 +378,20 @@ class SatellitePart:
     def attach_timers(
         self, timers: TimerService, subscribe: Callable[[Callable[[IrisEvent], None]], Any]
     ) -> None:
-        """Ring satellites' timers on them: ``timers`` (whose ``run`` the server runs) holds
-        a timer while its satellite is away, and ``subscribe`` (``EventBus.subscribe``)
-        brings this part every ``TimerFinished``."""
+        """Ring satellites' timers on them (``wyoming.hub_timers``): ``timers`` (whose ``run``
+        the server runs) holds a timer while its satellite is away, and ``subscribe``
+        (``EventBus.subscribe``) brings every timer event."""
         self.timers = timers
-        timers.hold = self.hold
-        subscribe(self.on_event)
+        timers.hold = self.ringer.hold
+        subscribe(self.ringer.on_event)
 
     def hold(self, row: Any, now: float) -> float | None:
-        """The timer service's ``Hold``: fire when someone can hear it."""
-        if not row.origin:
-            return None  # the hub's own: its alarms ring it, or iris serve's TimerRouter keeps it
-        if row.origin in self.connected or self.local_announce is not None:
-            return None
-        return (row.due_at or now) + self.hold_timers_s
+        """The timer service's ``Hold`` (``SatelliteTimers.hold``)."""
+        return self.ringer.hold(row, now)
 
-    def on_event(self, event: IrisEvent) -> None:
-        """EventBus subscriber: a satellite's finished timer goes to that satellite."""
-        if not isinstance(event, TimerFinished) or not event.origin:
-            return
-        sat = self.connected.get(event.origin)
-        if sat is not None:
-            self._spawn(self._ring(sat, event), f"ring-{sat.name}")
-        elif self.local_announce is not None:
-            log.info("%s is not connected: %s rings here", event.origin, event.message)
-            self.local_announce(event)
-        else:
-            log.warning("timer %d for %s not delivered: the satellite stayed away %.0f s (%s)",
-                        event.timer_id, event.origin, self.hold_timers_s, event.message)  # fmt: skip
-
-    async def _ring(self, sat: Satellite, event: TimerFinished) -> None:
-        """``timer-finished``, then the chime and the sentence, after any reply under way."""
-        rate = self.tts.sample_rate
-        try:
-            async with sat.speaking:
-                await sat.conn.write_event(WyTimerFinished(id=str(event.timer_id)).event())
-                said = one_sentence(event.message)
-                await speak_to(
-                    sat.conn.write_event, self.tts, said, [], (chime(rate), rate), self.speech_jobs
-                )
-            log.info("timer %d rang on %s", event.timer_id, sat.name)
-        except (ConnectionError, OSError) as exc:
-            log.warning("timer %d could not ring on %s (%s)", event.timer_id, sat.name, exc)
-            if self.local_announce is not None:
-                self.local_announce(event)
-        except Exception:  # a failed synthesis must not go unseen
-            log.exception("timer %d could not ring on %s", event.timer_id, sat.name)
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        """A task this part cancels when it closes."""
+        return self._spawn(coro, name)
 
     async def aclose(self) -> None:
         """Cancel the turns and announcements under way."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from iris_voice.speech.tts import Synthesizer
     from iris_voice.timers.service import TimerService
     from iris_voice.tools.registry import ToolRegistry
+    from iris_voice.voice.listener import Listener
 
 log = logging.getLogger(__name__)
 
@@ -260,19 +261,21 @@ def service_parts(
     *,
     turn_lock: asyncio.Lock | None = None,
     local_announce: Callable[[TimerFinished], None] | None = None,
+    listener: Callable[[], Awaitable[Listener]] | None = None,
 ) -> list[ServicePart]:
     """The parts of ``iris serve`` in the order events are offered to them; speech parts
     and the satellites' part only when ``app`` has speech engines. ``turn_lock``: the lock
     the desktop daemon's own turns hold, so a client's turn and a spoken one never share the
     conversation at once. ``local_announce``: rings a satellite's timer on this machine's
     speaker while that satellite is away (the desktop daemon's alarms; None for the headless
-    hub, which keeps it for the satellite's return)."""
+    hub, which keeps it for the satellite's return). ``listener``: makes the hub's ears for a
+    satellite that streams its microphone (``wyoming.ears``)."""
     cfg = app.cfg
     parts: list[ServicePart] = []
     if app.engines is not None:
         eng = app.engines
         satellites = SatellitePart(
-            cfg, app.registry, eng.stt, eng.tts, conversations=app.conversations,
+            cfg, app.registry, eng.stt, eng.tts, conversations=app.conversations, listener=listener,
             publish=app.bus.publish, local_announce=local_announce,
             hold_timers_s=cfg.satellite.hold_timers_s, speech_jobs=cfg.satellite.hub_speech_jobs,
         )  # fmt: skip

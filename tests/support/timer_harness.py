@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from iris_voice.events import EventBus, TimerFinished
+from iris_voice.events import EventBus, TimerChanged, TimerFinished
 from iris_voice.timers.service import TimerService
 from iris_voice.timers.store import TimerStore
 from tests.support.fakes_clock import FakeClock
@@ -23,6 +23,8 @@ class Harness:
         self.store = TimerStore(tmp_path / "timers.db")
         self.bus = EventBus()
         self.events = self.bus.queue()
+        self.changes: list[TimerChanged] = []
+        """Timers set, changed and cancelled, as published (drained by the two methods below)."""
         # a resync far beyond every test's horizon: run() then always has a sleep to observe
         kwargs.setdefault("resync_seconds", IDLE)
         self.service = TimerService(self.store, self.bus.publish, self.clock, tz_name=tz_name, **kwargs)  # type: ignore[arg-type]
@@ -35,9 +37,15 @@ class Harness:
             await self.clock.sleeping_until(self.clock.now() + IDLE)
 
     async def next_event(self) -> TimerFinished:
-        event = await asyncio.wait_for(self.events.get(), 2.0)
+        """The next event other than a ``TimerChanged`` (those are kept in ``changes``)."""
+        while isinstance(event := await asyncio.wait_for(self.events.get(), 2.0), TimerChanged):
+            self.changes.append(event)
         assert isinstance(event, TimerFinished)
         return event
 
     def assert_no_event(self) -> None:
-        assert self.events.empty(), f"unexpected event {self.events.get_nowait()}"
+        """Nothing but ``TimerChanged`` events came (kept in ``changes``)."""
+        while not self.events.empty():
+            event = self.events.get_nowait()
+            assert isinstance(event, TimerChanged), f"unexpected event {event}"
+            self.changes.append(event)

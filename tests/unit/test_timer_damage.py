@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.cli.main import main
-from iris_voice.events import EventBus, TimerFinished, TimerStoreRecovered
+from iris_voice.events import EventBus, TimerChanged, TimerFinished, TimerStoreRecovered
 from iris_voice.timers import service as timer_service
 from iris_voice.timers.service import RETRY_SECONDS, TimerService
 from iris_voice.timers.store import TimerRow, TimerStore
@@ -109,6 +109,7 @@ async def test_a_running_daemon_follows_a_file_another_process_replaced(tmp_path
     with TimerStore(path) as cli:  # `iris ask` finds it damaged and starts a new one
         cli.add("reminder", "stretch", T0 + 45, created_at=T0)
     h.clock.advance(30)
+    assert isinstance(await asyncio.wait_for(h.events.get(), 2), TimerChanged)  # "old" started
     event = await asyncio.wait_for(h.events.get(), 2)  # the next cycle reopens the new file
     assert isinstance(event, TimerStoreRecovered)
     await h.clock.sleeping_until(T0 + 45)

@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from iris_voice.events import EventBus, TimerFinished
+from iris_voice.events import EventBus, TimerChanged, TimerFinished
 from iris_voice.timers.service import SystemClock, TimerService
 from iris_voice.timers.store import TimerStore
 from tests.support.fakes_clock import FakeClock
@@ -89,6 +89,8 @@ async def test_real_clock_fires_a_short_timer_on_time(tmp_path: Path) -> None:
     try:
         start = time.monotonic()
         row = await service.set_timer(0.3, "quick")
+        started = await asyncio.wait_for(events.get(), 2)  # satellites are told it started
+        assert isinstance(started, TimerChanged) and started.change == "started" and started.label == "quick"
         event = await asyncio.wait_for(events.get(), 2)
         elapsed = time.monotonic() - start
         assert isinstance(event, TimerFinished) and event.timer_id == row.id
