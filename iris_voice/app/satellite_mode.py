@@ -22,6 +22,7 @@ async def run_satellite(
     hub: str | None = None,
     name: str | None = None,
     source: AudioSource | None = None,
+    listen: str | None = None,
     sink: AudioSink | None = None,
 ) -> int:
     """``iris satellite``: run until SIGTERM/SIGINT; the exit code."""
@@ -29,9 +30,15 @@ async def run_satellite(
 
     from iris_voice.errors import ConfigError
 
-    hub = hub or cfg.satellite.hub
-    if not hub:
-        raise ConfigError(["satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT)"])
+    if listen:
+        cfg = cfg.model_copy(update={"satellite": cfg.satellite.model_validate(
+            {**cfg.satellite.model_dump(), "listen": listen})})  # fmt: skip
+    hub = "" if cfg.satellite.listen and not hub else (hub or cfg.satellite.hub)
+    if not hub and not cfg.satellite.listen:
+        raise ConfigError([
+            "satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT), or satellite.listen "
+            "(or --listen tcp://HOST:PORT) to wait for the hub",
+        ])  # fmt: skip
     bus = EventBus()
     engines = build_engines(cfg, listen_only=True)
     listener = build_listener(cfg, engines, bus.publish)
@@ -57,7 +64,8 @@ async def run_satellite(
         if echo is not None:  # audio.echo_cancel = "pipewire": the canceller, as on the desktop
             await start_echo_cancel(cfg.audio, echo, listener.guard, source, sink)
         await sink.open()
-        log.info("satellite %r ready, hub %s (%s)", client.name, hub, cfg.audio.activation)
+        where = hub or f"waited for on {cfg.satellite.listen}"
+        log.info("satellite %r ready, hub %s (%s)", client.name, where, cfg.audio.activation)
         running = loop.create_task(client.run(source), name="satellite")
         stopping = loop.create_task(stop.wait(), name="stop")
         await asyncio.wait([running, stopping], return_when=asyncio.FIRST_COMPLETED)

@@ -86,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     sat = sub.add_parser("satellite", help="be a hub's satellite in another room (mic, wake word, speaker)")
     sat.add_argument("--hub", metavar="tcp://HOST:PORT", help="the hub (default: satellite.hub)")
     sat.add_argument("--name", help="this satellite's room (default: satellite.name, else the host name)")
+    sat.add_argument(
+        "--listen", metavar="tcp://HOST:PORT",
+        help="wait here for the hub to connect, as Home Assistant's satellites do (satellite.listen)",
+    )  # fmt: skip
     st = sub.add_parser("status", help="the daemon's state, models, latency and last turns")
     st.add_argument("--json", action="store_true")
     for name, what in (

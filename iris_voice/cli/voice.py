@@ -52,10 +52,11 @@ def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def cmd_satellite(args: argparse.Namespace, cfg: Config) -> int:
-    """Run as a satellite of the hub in ``--hub`` (or ``satellite.hub``) until SIGTERM/SIGINT."""
+    """Run as a satellite of the hub in ``--hub`` (or ``satellite.hub``), or wait for a hub on
+    ``--listen`` (``satellite.listen``), until SIGTERM/SIGINT."""
     from iris_voice.app.satellite_mode import run_satellite
 
-    return asyncio.run(run_satellite(cfg, args.hub, args.name))
+    return asyncio.run(run_satellite(cfg, args.hub, args.name, listen=args.listen))
 
 
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from iris_voice.config.sections import _Section
+from iris_voice.config.serve import is_loopback_host
 
 
 class SatelliteConfig(_Section):
@@ -38,6 +40,46 @@ class SatelliteConfig(_Section):
     """On the hub: satellites to connect to, ``tcp://HOST:PORT`` each — Wyoming satellites
     that listen for their hub, as Home Assistant's do (a stock ``wyoming-satellite``, or
     ``iris satellite --listen``). The hub sends each ``run-satellite`` and answers its turns."""
+
+    allow: list[str] = []
+    """With ``listen``: hub networks let in, in CIDR; loopback always is. Empty: any
+    (then ``token`` must be set for a listen address other machines can reach)."""
+
+    listen: str = ""
+    """``iris satellite``: wait for the hub here, ``tcp://HOST:PORT``, as Home Assistant's
+    satellites do (the hub connects and adopts it); "" connects to ``hub`` instead."""
+
+    @field_validator("allow")
+    @classmethod
+    def _allow(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not a network in CIDR (192.168.1.0/24) or an address"
+                ) from None
+        return [e.strip() for e in value]
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: str, info: ValidationInfo) -> str:
+        value = value.strip()
+        if not value:
+            return value
+        if not re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", value):
+            raise ValueError(f"must look like tcp://HOST:PORT, not {value!r}")
+        host = value[len("tcp://") :].rsplit(":", 1)[0]
+        if not is_loopback_host(host) and not (info.data.get("token") or info.data.get("allow")):
+            raise ValueError(
+                f"{value} lets any machine that reaches it hear this microphone: set satellite.allow "
+                "(hub networks, e.g. ['192.168.1.0/24']) or satellite.token, or listen on 127.0.0.1"
+            )
+        return value
+
+    def networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        """``allow`` as networks."""
+        return [ipaddress.ip_network(e, strict=False) for e in self.allow]
 
     @field_validator("connect")
     @classmethod

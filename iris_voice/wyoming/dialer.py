@@ -29,6 +29,7 @@ from wyoming.satellite import RunSatellite
 from iris_voice.config import SatelliteConfig
 from iris_voice.wyoming.hub import SatellitePart
 from iris_voice.wyoming.part import Connection
+from iris_voice.wyoming.trust import AUTH_TYPE
 from iris_voice.wyoming.wire import ProtocolViolation, printable, read_event
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,13 @@ class SatelliteDialer:
     """Keeps the hub connected to the satellite at ``uri``; ``await run()`` until cancelled."""
 
     def __init__(
-        self, uri: str, part: SatellitePart, *, connect_timeout_s: float = 5.0, reconnect_max_s: float = 30.0
+        self,
+        uri: str,
+        part: SatellitePart,
+        *,
+        connect_timeout_s: float = 5.0,
+        reconnect_max_s: float = 30.0,
+        token: str = "",
     ) -> None:
         parsed = urlparse(uri)
         if parsed.scheme != "tcp" or not parsed.hostname or not parsed.port:
@@ -57,6 +64,8 @@ class SatelliteDialer:
         self.part = part
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_max_s = reconnect_max_s
+        self.token = token
+        """Sent as ``iris-auth`` first, to an IRIS satellite that asks for one (``satellite.token``)."""
         self.name: str | None = None
         """The satellite's name (from its ``info``), once known."""
         self.links = 0
@@ -94,10 +103,15 @@ class SatelliteDialer:
         conn = Connection(f"{self.host}:{self.port}", write, {})
         attached = False
         try:
+            if self.token:
+                await write(Event(AUTH_TYPE, {"token": self.token}))
             await write(Describe().event())
             async with asyncio.timeout(self.connect_timeout_s):
                 while (event := await read_event(reader)) is not None and not Info.is_type(event.type):
-                    pass
+                    if event.type == "error":
+                        raise SatelliteGone(
+                            f"it refused the hub: {printable((event.data or {}).get('text'))}"
+                        )
             if event is None:
                 raise SatelliteGone("it closed the link before describing itself")
             self.name = satellite_name(Info.from_event(event), self.host)

@@ -41,6 +41,7 @@ from iris_voice.events import Trigger
 from iris_voice.voice.heard import BargeIn, Heard, UtteranceReady
 from iris_voice.voice.listener import Listener
 from iris_voice.voice.phrases import is_stop_command
+from iris_voice.wyoming.adoption import HubLink, HubListener
 from iris_voice.wyoming.ring import SatelliteAlarm
 from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE
 
@@ -70,14 +71,17 @@ class SatelliteClient:
     """The satellite: a listener on the microphone, a link to the hub, the speaker."""
 
     def __init__(self, cfg: Config, hub: str, name: str, listener: Listener, sink: AudioSink) -> None:
-        uri = urlparse(hub)
+        """``hub``: connect to it; "" waits for a hub on ``satellite.listen`` (``adoption``)."""
+        uri = urlparse(hub or cfg.satellite.listen)
         if uri.scheme != "tcp" or not uri.hostname or not uri.port:
             raise ValueError(f"satellite.hub must look like tcp://HOST:PORT, not {hub!r}")
         self.cfg = cfg
         self.host, self.port, self.name = uri.hostname, uri.port, name
+        self.waits = not hub
+        """The satellite listens for its hub (``satellite.listen``) instead of connecting."""
         self.listener = listener
         self.sink = sink
-        self.client: AsyncTcpClient | None = None
+        self.client: AsyncTcpClient | HubLink | None = None
         """The hub's connection, while there is one."""
         self.connected = asyncio.Event()
         self.turns = 0
@@ -103,7 +107,11 @@ class SatelliteClient:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.listener.run(source, self._heard), name="listener")
             tg.create_task(self._follow(), name="heard")
-            tg.create_task(self._link(), name="hub-link")
+            if self.waits:
+                hubs = HubListener(self.cfg, self.name, lambda link: self._use(link, link.peer))
+                tg.create_task(hubs.run(), name="hub-listener")
+            else:
+                tg.create_task(self._link(), name="hub-link")
             tg.create_task(self._watch(), name="reply-watch")
 
     # -- the hub link -------------------------------------------------------------------
@@ -151,40 +159,47 @@ class SatelliteClient:
                 delay = min(delay * 2, self.cfg.satellite.reconnect_max_s)
                 continue
             delay = 1.0
-            self.client, self._skip = client, False
-            self.connected.set()
-            if self._lost_since is not None:
-                log.warning("the hub at %s:%s is back (away %.0f s)", self.host, self.port,
-                            time.monotonic() - self._lost_since)  # fmt: skip
-            else:
-                log.info("connected to the hub at %s:%s as %r", self.host, self.port, self.name)
-            self._lost_since = None
-            self._last_heard = time.monotonic()
-            keepalive = asyncio.get_running_loop().create_task(self._keepalive(client), name="hub-ping")
-            try:
-                await self._read(client)
-                reason = "the hub closed the connection"
-            except (OSError, ConnectionError) as exc:
-                reason = str(exc) or type(exc).__name__
-            finally:
-                keepalive.cancel()
+            await self._use(client, f"{self.host}:{self.port}")
+
+    async def _use(self, client: AsyncTcpClient | HubLink, where: str) -> None:
+        """Be the satellite of the hub on ``client`` until the link ends."""
+        self.client, self._skip = client, False
+        self.connected.set()
+        if self._lost_since is not None:
+            log.warning("the hub at %s is back (away %.0f s)", where, time.monotonic() - self._lost_since)
+        else:
+            log.info("connected to the hub at %s as %r", where, self.name)
+        self._lost_since = None
+        self._last_heard = time.monotonic()
+        keepalive = asyncio.get_running_loop().create_task(self._keepalive(client), name="hub-ping")
+        try:
+            await self._read(client)
+            reason = "the hub closed the connection"
+        except (OSError, ConnectionError) as exc:
+            reason = str(exc) or type(exc).__name__
+        finally:
+            keepalive.cancel()
+        if self.client is client:
             self.client = None
             self.connected.clear()
-            with contextlib.suppress(Exception):
-                await client.disconnect()
-            self._lost(reason)
+        with contextlib.suppress(Exception):
+            await client.disconnect()
+        self._lost(reason)
 
     def _lost(self, reason: str) -> None:
         """Said once per outage; a turn under way ends with the error chimes."""
         if self._lost_since is None:
             self._lost_since = time.monotonic()
-            log.warning("the hub at %s:%s is not reachable (%s); retrying every %.0f s at most",
-                        self.host, self.port, reason, self.cfg.satellite.reconnect_max_s)  # fmt: skip
+            if self.waits:
+                log.warning("the hub went away (%s); waiting for it on %s", reason, self.cfg.satellite.listen)
+            else:
+                log.warning("the hub at %s:%s is not reachable (%s); retrying every %.0f s at most",
+                            self.host, self.port, reason, self.cfg.satellite.reconnect_max_s)  # fmt: skip
         if self._in_turn:
             self._end_turn()
             asyncio.get_running_loop().create_task(self._chimes(), name="error-chimes")
 
-    async def _keepalive(self, client: AsyncTcpClient) -> None:
+    async def _keepalive(self, client: AsyncTcpClient | HubLink) -> None:
         """Ping the hub; a hub that stays silent is disconnected (``_link`` reconnects)."""
         while True:
             await asyncio.sleep(PING_EVERY_S)
@@ -195,7 +210,7 @@ class SatelliteClient:
                 return
             await self._send(Ping().event())
 
-    async def _read(self, client: AsyncTcpClient) -> None:
+    async def _read(self, client: AsyncTcpClient | HubLink) -> None:
         while (event := await client.read_event()) is not None:
             self._last_heard = time.monotonic()
             if not (Ping.is_type(event.type) or Pong.is_type(event.type)):

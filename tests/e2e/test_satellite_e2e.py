@@ -22,6 +22,7 @@ from tests.support.spoken import share_said
 from tests.support.voice_helpers import clock_hours, heard
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 from tools.testbed.hubs import hub_process
+from tools.testbed.servers import free_port
 from tools.testbed.voicebed import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
@@ -42,29 +43,44 @@ def _wait_line(path: Path, wanted: str, proc: subprocess.Popen, timeout: float) 
     raise AssertionError(f"no {wanted!r} in {path.name} within {timeout:.0f} s:\n{text[-3000:]}")
 
 
+def _satellite(config: Path, where: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("wb") as out:
+        cmd = [sys.executable, "-m", "iris_voice.cli", "--config", str(config), "-v", "satellite", *where]
+        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
 @pytest.fixture
 def hub_and_satellite(virtual_audio, speech_manifest, tmp_path, request):
-    """The hub and the satellite; ``request.param`` adds to the satellite's [audio]."""
+    """The hub and the satellite; ``request.param`` adds to the satellite's [audio], and with
+    ``"listen": True`` the satellite waits for the hub, which connects to it (the protocol's
+    roles as Home Assistant speaks them)."""
     tz = "UTC"
-    audio = {"notifications": False, "alarm_repeat_s": 2.0, **getattr(request, "param", {})}
+    param = dict(getattr(request, "param", {}))
+    listen = param.pop("listen", False)
+    audio = {"notifications": False, "alarm_repeat_s": 2.0, **param}
     env = virtual_audio.child_env()
     env.update(PYTHONUNBUFFERED="1", XDG_STATE_HOME=str(tmp_path / "state"),
                OLLAMA_HOST="http://127.0.0.1:9")  # fmt: skip  # the fast path answers: no model
-    hub_cfg = write_config(tmp_path / "hub.toml", {"tools": {"timezone": tz}})
+    sat_port = free_port()
+    connect = [f"tcp://127.0.0.1:{sat_port}"] if listen else []
+    hub_cfg = write_config(
+        tmp_path / "hub.toml", {"tools": {"timezone": tz}, "satellite": {"connect": connect}}
+    )
     sat_cfg = write_config(tmp_path / "satellite.toml", {
         "audio": audio, "satellite": {"name": "kitchen"},
     })  # fmt: skip
     procs = []
     try:
+        sat_log = tmp_path / "satellite.log"
+        if listen:  # the satellite first: the hub connects to it (and retries until it can)
+            sat = _satellite(sat_cfg, ["--listen", f"tcp://127.0.0.1:{sat_port}"], env, sat_log)
+            procs.append(sat)
         hub_log = tmp_path / "hub.log"
         hub, port = hub_process(hub_cfg, env, hub_log, timeout=180)
         procs.append(hub)
-        sat_log = tmp_path / "satellite.log"
-        with sat_log.open("wb") as out:
-            cmd = [sys.executable, "-m", "iris_voice.cli", "--config", str(sat_cfg), "-v",
-                   "satellite", "--hub", f"tcp://127.0.0.1:{port}"]  # fmt: skip
-            sat = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        procs.append(sat)
+        if not listen:
+            sat = _satellite(sat_cfg, ["--hub", f"tcp://127.0.0.1:{port}"], env, sat_log)
+            procs.append(sat)
         _wait_line(sat_log, "connected to the hub", sat, PATIENCE_S)
         _wait_line(sat_log, "ready, hub", sat, PATIENCE_S)
         yield tz, (hub, hub_log), (sat, sat_log)
@@ -79,7 +95,10 @@ def hub_and_satellite(virtual_audio, speech_manifest, tmp_path, request):
                     proc.wait()
 
 
-@pytest.mark.parametrize("hub_and_satellite", [{"echo_cancel": "pipewire"}], indirect=True)
+@pytest.mark.parametrize(
+    "hub_and_satellite", [{"echo_cancel": "pipewire"}, {"echo_cancel": "pipewire", "listen": True}],
+    ids=["satellite-connects", "hub-connects"], indirect=True,
+)  # fmt: skip
 def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     virtual_audio, hub_and_satellite, judge
 ):
