@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import Field, ValidationInfo, field_validator
 
 from iris_voice.config.sections import _Section
-from iris_voice.config.serve import is_loopback_host
+from iris_voice.config.serve import is_loopback_host, networks_list
 
 
 class SatelliteConfig(_Section):
@@ -52,14 +52,7 @@ class SatelliteConfig(_Section):
     @field_validator("allow")
     @classmethod
     def _allow(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry.strip(), strict=False)
-            except ValueError:
-                raise ValueError(
-                    f"{entry!r} is not a network in CIDR (192.168.1.0/24) or an address"
-                ) from None
-        return [e.strip() for e in value]
+        return networks_list(value)
 
     @field_validator("listen")
     @classmethod

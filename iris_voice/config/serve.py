@@ -27,6 +27,16 @@ def bind_host(uri: str) -> str | None:
     return parsed.hostname if parsed.scheme == "tcp" else None
 
 
+def networks_list(value: list[str]) -> list[str]:
+    """An allow-list checked: each entry a network in CIDR or an address (stripped)."""
+    for entry in value:
+        try:
+            ipaddress.ip_network(entry.strip(), strict=False)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not a network in CIDR (192.168.1.0/24) or an address") from None
+    return [e.strip() for e in value]
+
+
 def is_loopback_host(host: str | None) -> bool:
     """True for a host only this machine can reach: ``localhost``, 127.0.0.0/8, ``::1``
     (a Unix socket, ``host`` None, counts too). ``0.0.0.0``, ``::`` and names are not."""
@@ -105,13 +115,7 @@ class ServeConfig(_Section):
     @field_validator("allow")
     @classmethod
     def _allow(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry.strip(), strict=False)
-            except ValueError:
-                bad = f"{entry!r} is not a network in CIDR (192.168.1.0/24) or an address"
-                raise ValueError(bad) from None
-        return [e.strip() for e in value]
+        return networks_list(value)
 
     def networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
         """``allow`` as networks."""
