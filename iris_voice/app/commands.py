@@ -13,15 +13,14 @@ import logging
 import os
 import sqlite3
 import statistics
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from iris_voice import __version__
 from iris_voice.app.assembly import Engines
 from iris_voice.app.control import Handler
 from iris_voice.app.looplag import LoopLagMonitor
+from iris_voice.app.status import dialed, status
 from iris_voice.config import Config
 from iris_voice.conversation.origins import DESKTOP, Conversations, satellite_origin
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
@@ -128,6 +127,7 @@ class ControlCommands:
         looplag: LoopLagMonitor | None = None,
         serve: Any = None,
         source: Any = None,
+        dialers: list[Any] | None = None,
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
@@ -143,6 +143,8 @@ class ControlCommands:
         """The Wyoming service (``serve.enabled``): a ``WyomingService``, or None."""
         self.source = source
         """The microphone (``MicCapture``: blocks dropped, overflows), or None."""
+        self.dialers = dialers or []
+        """The satellites this daemon connects to (``satellite.connect``)."""
 
     def handlers(self) -> dict[str, Handler]:
         """Command name → coroutine, for ``ControlServer``."""
@@ -157,46 +159,47 @@ class ControlCommands:
         p, eng = self.pipeline, self.engines
         turns = list(p.turns)
         firsts = [t["first_audio_ms"] for t in turns if t.get("first_audio_ms") is not None]
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "state": str(p.state),
-            "muted": p.listener.mode == ListenMode.MUTED,
-            "activation": self.cfg.audio.activation,
-            "uptime_s": round(time.time() - self.started, 1),
-            "models": {
+        return status(
+            "desktop",
+            self.started,
+            state=str(p.state),
+            muted=p.listener.mode == ListenMode.MUTED,
+            activation=self.cfg.audio.activation,
+            models={
                 "stt": eng.stt.name if eng else None,
                 "tts": eng.tts.name if eng else None,
                 "wake": eng.wake.name if eng and eng.wake else None,
                 "llm": self.cfg.llm.model,
             },
-            "llm": {
+            llm={
                 "host": self.cfg.llm.host,
                 "reachable": self.health.reachable,
                 "error": self.health.error,
+                "server_version": None,
             },
-            "timers": {"next_due": self.timers_service.next_due},
-            "alarm_ringing": self.alarms.ringing.message if self.alarms.ringing else None,
-            "first_audio_ms": {
+            timers={"next_due": self.timers_service.next_due, "unannounced": None},
+            alarm_ringing=self.alarms.ringing.message if self.alarms.ringing else None,
+            first_audio_ms={
                 "p50": percentile(firsts, 50),
                 "p95": percentile(firsts, 95),
                 "n": len(firsts),
             },
-            "turn_count": p.turn_count,
-            "echo": p.listener.guard.snapshot() if p.listener.guard else None,
-            "speculation": dict(p.speculation),
-            "turns": turns[-5:],
-            "loop_lag_ms": self.looplag.snapshot() if self.looplag else None,
-            "microphone": {
+            turn_count=p.turn_count,
+            echo=p.listener.guard.snapshot() if p.listener.guard else None,
+            speculation=dict(p.speculation),
+            turns=turns[-5:],
+            loop_lag_ms=self.looplag.snapshot() if self.looplag else None,
+            microphone={
                 # audio the listener has judged, and audio lost before it could: a daemon that
                 # falls behind its microphone drops the oldest blocks, and a wake word with them
                 "heard_s": round(p.listener.position_s, 1),
                 "dropped_blocks": getattr(self.source, "dropped", None),
                 "overflows": getattr(self.source, "overflows", None),
             },
-            "serve": self.serve.snapshot() if self.serve is not None else None,
-            "conversations": self.conversations.listed(),
-        }
+            serve=self.serve.snapshot() if self.serve is not None else None,
+            conversations=self.conversations.listed(),
+            hub=dialed(self.dialers),
+        )
 
     async def ping(self, _req: dict[str, Any]) -> dict[str, Any]:
         """Liveness."""
@@ -212,7 +215,7 @@ class ControlCommands:
         except (LlmError, TimeoutError) as exc:
             self.health.reachable = False
             self.health.error = exc.message if isinstance(exc, LlmError) else "timed out"
-            probe = {}
+            probe = {"server_version": None}
         snap = self.snapshot()
         snap["llm"].update(probe)
         window = req.get("lag_window_s")

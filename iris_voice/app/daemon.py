@@ -1,28 +1,28 @@
-"""``iris run``: the voice daemon.
+"""``iris run``: the voice daemon, a ``Mode`` of the one runner (``app.runner``: the lock,
+signals, the control socket, the loop-lag monitor, ``sd_notify``).
 
-Owns the lifecycle: the single-instance lock, warming the stages, one
-``asyncio.TaskGroup`` for every long-lived task (listening and turns, timers, alarms,
-MCP servers, reconnecting to the language model, the loop-lag monitor), SIGTERM/SIGINT, and ``sd_notify``
-READY=1 once the speech models are loaded, STOPPING=1 on the way out. Its parts come
-from the one assembly (``build_app``), all of them in ``__init__``.
+What it adds: warming the stages and opening the devices before READY, its long-lived
+tasks (listening and turns, timers, alarms, MCP servers, reconnecting to the language
+model, the Wyoming service and the satellites with ``serve.enabled``), and READY only once
+the model's first load was tried. Its parts come from the one assembly (``build_app``), all
+of them in ``__init__``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 from typing import Any
 
 from iris_voice import __version__
+from iris_voice.app import runner
 from iris_voice.app.assembly import Engines, build_app, build_listener, remote_listener, warm_up
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import ControlCommands, LlmHealth
-from iris_voice.app.control import ControlServer
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
+from iris_voice.app.runtime import prepare_serve
 from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
@@ -104,10 +104,11 @@ class Daemon:
             cfg=self.cfg, pipeline=self.pipeline, conversations=self.app.conversations,
             timers=self.app.timers, alarms=self.alarms, backend=self.app.backend, health=self.health,
             engines=self.engines, started=self.started, looplag=self.looplag, serve=self.service,
-            source=self.source,
+            source=self.source, dialers=self.dialers,
         )  # fmt: skip
         self._stopping = asyncio.Event()
         self._llm_settled = asyncio.Event()
+        self._took: dict[str, float] = {}
 
     def _dismiss_alarm(self) -> None:
         self.alarms.dismiss()
@@ -117,61 +118,59 @@ class Daemon:
         self._stopping.set()
 
     async def run(self) -> int:
-        """Run until SIGTERM/SIGINT; the process exit code. With ``serve.enabled``, raises
-        ``ConfigError`` naming ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
-        lock = InstanceLock()
-        lock.acquire()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
-        try:
-            if self.service is not None:  # serve.enabled: a taken port fails before the models load
-                prepare_serve(self.cfg.serve)
-            await self._start_echo_cancel()
-            await self.sink.open()  # the first reply must not wait for the device to open
-            took = await warm_up(self.engines)
-            control = ControlServer(self.commands.handlers())
-            await control.start()
-            async with asyncio.TaskGroup() as tg:
-                tasks = [
-                    tg.create_task(self.pipeline.run(self.source), name="pipeline"),
-                    tg.create_task(self.app.timers.run(), name="timers"),
-                    tg.create_task(self.alarms.run(), name="alarms"),
-                    tg.create_task(self._connect_llm(), name="llm-connect"),
-                    tg.create_task(self.looplag.run(), name="loop-lag"),
-                ]
-                if self.service is not None:
-                    tasks.append(tg.create_task(self._serve(self.service), name="wyoming-serve"))
-                tasks += [tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers]
-                await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
-                # The first question should not pay for loading the language model and its
-                # prompt: wait for the first attempt (bounded), but never for a dead server.
-                waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, self._stopping)]
-                limit = self.cfg.llm.request_timeout_s
-                await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-                for w in waits:
-                    w.cancel()
-                sd_notify(f"READY=1\nSTATUS=listening ({self.cfg.audio.activation})")
-                log.info("IRIS %s ready (%s; stt %.0f ms, tts %.0f ms warm-up; language model %s)",
-                         __version__, self.cfg.audio.activation, took["stt"], took["tts"],
-                         "ready" if self.health.reachable else "not reachable yet")  # fmt: skip
-                await self._stopping.wait()
-                sd_notify("STOPPING=1")
-                log.info("stopping")
-                for task in tasks:
-                    task.cancel()
-                await self.app.close(timeout=1.0)
-            await control.close()
-        finally:
-            self.source.close()
-            self.sink.close()
-            if self.echo is not None:
-                self.echo.stop()
-            await self.app.close(timeout=1.0)
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-            lock.release()
-        return 0
+        """Run until SIGTERM/SIGINT (``app.runner``); the process exit code. With
+        ``serve.enabled``, raises ``ConfigError`` naming ``serve.uri`` when it cannot be
+        listened on (``iris`` exits 78)."""
+        return await runner.run(self, self._stopping)
+
+    # -- the runner's Mode ---------------------------------------------------------------
+    async def start(self) -> str:
+        """A taken port fails before the models load; the echo canceller, the speaker, the models."""
+        if self.service is not None:
+            prepare_serve(self.cfg.serve)
+        await self._start_echo_cancel()
+        await self.sink.open()  # the first reply must not wait for the device to open
+        self._took = await warm_up(self.engines)
+        return f"listening ({self.cfg.audio.activation})"
+
+    async def tasks(self, tg: asyncio.TaskGroup) -> list[asyncio.Task[Any]]:
+        """The pipeline, timers, alarms, the model's first load, the service, the satellites."""
+        tasks = [
+            tg.create_task(self.pipeline.run(self.source), name="pipeline"),
+            tg.create_task(self.app.timers.run(), name="timers"),
+            tg.create_task(self.alarms.run(), name="alarms"),
+            tg.create_task(self._connect_llm(), name="llm-connect"),
+        ]
+        if self.service is not None:
+            tasks.append(tg.create_task(self._serve(self.service), name="wyoming-serve"))
+        tasks += [tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers]
+        await self.app.start_mcp(tg)  # pre-warm in the background; a turn never waits long
+        return tasks
+
+    async def settle(self, stopping: asyncio.Event) -> None:
+        """The first question should not pay for loading the language model and its prompt:
+        wait for the first attempt (bounded), but never for a dead server."""
+        waits = [asyncio.ensure_future(e.wait()) for e in (self._llm_settled, stopping)]
+        await asyncio.wait(waits, timeout=self.cfg.llm.request_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        took = self._took
+        log.info("IRIS %s ready (%s; stt %.0f ms, tts %.0f ms warm-up; language model %s)",
+                 __version__, self.cfg.audio.activation, took["stt"], took["tts"],
+                 "ready" if self.health.reachable else "not reachable yet")  # fmt: skip
+
+    def handlers(self) -> dict[str, Any]:
+        """The control commands (``ControlCommands``)."""
+        return self.commands.handlers()
+
+    async def close(self) -> None:
+        """The devices, the echo canceller, the MCP servers and the timers (idempotent)."""
+        self.source.close()
+        self.sink.close()
+        if self.echo is not None:
+            self.echo.stop()
+            self.echo = None
+        await self.app.close(timeout=1.0)
 
     async def _serve(self, service: WyomingService) -> None:
         """``serve.enabled``: a port taken after ``prepare_serve`` tried it (a race) is logged; the

@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import time
 from typing import Any
 
 from iris_voice import __version__
+from iris_voice.app import runner
 from iris_voice.app.assembly import Engines, build_app, remote_listener
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import LlmHealth, forget_command, timers_command
-from iris_voice.app.control import ControlServer
-from iris_voice.app.runtime import InstanceLock, prepare_serve, sd_notify
+from iris_voice.app.looplag import LoopLagMonitor
+from iris_voice.app.runtime import prepare_serve
+from iris_voice.app.status import dialed, status
 from iris_voice.config import Config
 from iris_voice.conversation.origins import DESKTOP
 from iris_voice.conversation.trace import TurnTrace
@@ -58,56 +59,51 @@ class Hub:
         self.dialers = dialers(self.cfg.satellite, parts)
         """The satellites this hub connects to (``satellite.connect``)."""
         self.health = LlmHealth()
+        self.looplag = LoopLagMonitor()
         self._stopping = asyncio.Event()
+        self._took: dict[str, float] = {}
 
     def request_stop(self) -> None:
         """Begin a clean shutdown (SIGTERM, SIGINT)."""
         self._stopping.set()
 
     async def run(self) -> int:
-        """Serve until SIGTERM/SIGINT; the process exit code. Raises ``ConfigError`` naming
-        ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
-        lock = InstanceLock()
-        lock.acquire()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_stop)
-        control = ControlServer(self.handlers())
+        """Serve until SIGTERM/SIGINT (``app.runner``); the process exit code. Raises
+        ``ConfigError`` naming ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
+        return await runner.run(self, self._stopping)
+
+    # -- the runner's Mode ---------------------------------------------------------------
+    async def start(self) -> str:
+        """A taken port fails before the models load; then the models, then the service."""
+        prepare_serve(self.cfg.serve)
+        self._took = await self._warm_up()
         try:
-            prepare_serve(self.cfg.serve)  # a taken port fails now, not after the models load
-            took = await self._warm_up()
-            try:
-                await self.service.start()
-            except OSError as exc:  # taken meanwhile (or a socket folder gone): the key, no traceback
-                raise bind_error(self.cfg.serve.uri, exc) from None
-            await control.start()
-            async with asyncio.TaskGroup() as tg:
-                tasks = [
-                    tg.create_task(self.app.timers.run(), name="timers"),
-                    tg.create_task(self.router.run(), name="timer-router"),
-                    tg.create_task(self._connect_llm(), name="llm-connect"),
-                    *(tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers),
-                ]
-                await self.app.start_mcp(tg)
-                sd_notify(f"READY=1\nSTATUS=serving {self.cfg.serve.uri}")
-                log.info("IRIS %s serving %s (%s; stt %.0f ms, tts %.0f ms warm-up)", __version__,
-                         self.cfg.serve.uri, self.service.describe_parts(), took["stt"],
-                         took["tts"])  # fmt: skip
-                await self._stopping.wait()
-                sd_notify("STOPPING=1")
-                log.info("stopping")
-                await self.service.stop()
-                for task in tasks:
-                    task.cancel()
-                await self.app.close(timeout=1.0)
-        finally:
-            await self.service.stop()
-            await control.close()
-            await self.app.close(timeout=1.0)
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-            lock.release()
-        return 0
+            await self.service.start()
+        except OSError as exc:  # taken meanwhile (or a socket folder gone): the key, no traceback
+            raise bind_error(self.cfg.serve.uri, exc) from None
+        return f"serving {self.cfg.serve.uri}"
+
+    async def tasks(self, tg: asyncio.TaskGroup) -> list[asyncio.Task[Any]]:
+        """Timers, where their announcements go, the model's first load, the satellites."""
+        tasks = [
+            tg.create_task(self.app.timers.run(), name="timers"),
+            tg.create_task(self.router.run(), name="timer-router"),
+            tg.create_task(self._connect_llm(), name="llm-connect"),
+            *(tg.create_task(d.run(), name=f"satellite-{d.uri}") for d in self.dialers),
+        ]
+        await self.app.start_mcp(tg)
+        return tasks
+
+    async def settle(self, stopping: asyncio.Event) -> None:
+        """Nothing to wait for: say it serves."""
+        log.info("IRIS %s serving %s (%s; stt %.0f ms, tts %.0f ms warm-up)", __version__,
+                 self.cfg.serve.uri, self.service.describe_parts(), self._took["stt"],
+                 self._took["tts"])  # fmt: skip
+
+    async def close(self) -> None:
+        """Stop serving; stop the MCP servers and close the timers."""
+        await self.service.stop()
+        await self.app.close(timeout=1.0)
 
     async def _warm_up(self) -> dict[str, float]:
         """Load Whisper and Piper (no wake word, VAD or end-of-turn model: no microphone here)."""
@@ -144,26 +140,27 @@ class Hub:
             self.health.reachable = False
             self.health.error = exc.message if isinstance(exc, LlmError) else "timed out"
         engines = self.app.engines
-        return {
-            "mode": "serve",
-            "version": __version__,
-            "pid": os.getpid(),
-            "uptime_s": round(time.time() - self.started, 1),
-            "models": {
+        return status(
+            "serve",
+            self.started,
+            models={
                 "stt": engines.stt.name if engines else None,
                 "tts": engines.tts.name if engines else None,
+                "wake": None,
                 "llm": self.cfg.llm.model,
             },
-            "llm": {
+            llm={
                 "host": self.cfg.llm.host,
                 "reachable": self.health.reachable,
                 "error": self.health.error,
                 "server_version": version,
             },
-            "serve": self.service.snapshot(),
-            "timers": {"next_due": self.app.timers.next_due, "unannounced": list(self.router.unannounced)},
-            "conversations": self.app.conversations.listed(),
-        }
+            timers={"next_due": self.app.timers.next_due, "unannounced": list(self.router.unannounced)},
+            loop_lag_ms=self.looplag.snapshot(),
+            serve=self.service.snapshot(),
+            conversations=self.app.conversations.listed(),
+            hub=dialed(self.dialers),
+        )
 
     async def _timers(self, req: dict[str, Any]) -> dict[str, Any]:
         return await timers_command(self.app.timers, req)

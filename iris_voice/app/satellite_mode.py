@@ -1,15 +1,26 @@
-"""``iris satellite``: the satellite process — its engines, its echo handling, signals."""
+"""``iris satellite``: the satellite process, a ``Mode`` of the one runner (``app.runner``:
+the lock, signals, the control socket, the loop-lag monitor, ``sd_notify``).
+
+What it adds: the listen-only engines (VAD, wake word, end of turn), the echo handling of
+a room with its own speaker, and the link to its hub (``wyoming.satellite``): connecting
+to ``satellite.hub``, or waiting on ``satellite.listen`` for a hub to adopt it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
+from typing import Any
 
-from iris_voice.app.assembly import build_engines, build_listener
+from iris_voice.app import runner
+from iris_voice.app.assembly import Engines, build_engines, build_listener
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
+from iris_voice.app.looplag import LoopLagMonitor
+from iris_voice.app.status import status
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
+from iris_voice.errors import ConfigError
 from iris_voice.events import EventBus
 from iris_voice.voice.echoguard import EchoGuard
 from iris_voice.wyoming.satellite import SatelliteClient, satellite_name
@@ -17,67 +28,135 @@ from iris_voice.wyoming.satellite import SatelliteClient, satellite_name
 log = logging.getLogger(__name__)
 
 
+class SatelliteMode:
+    """The satellite process; ``await SatelliteMode(cfg, ...).run()``."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        hub: str | None = None,
+        name: str | None = None,
+        source: AudioSource | None = None,
+        sink: AudioSink | None = None,
+        listen: str | None = None,
+        engines: Engines | None = None,
+    ) -> None:
+        """``engines`` replaces the listen-only engines ``cfg`` describes (tests)."""
+        if listen:
+            satellite = cfg.satellite.model_validate({**cfg.satellite.model_dump(), "listen": listen})
+            cfg = cfg.model_copy(update={"satellite": satellite})
+        self.hub = "" if cfg.satellite.listen and not hub else (hub or cfg.satellite.hub)
+        if not self.hub and not cfg.satellite.listen:
+            raise ConfigError([
+                "satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT), or satellite.listen "
+                "(or --listen tcp://HOST:PORT) to wait for the hub",
+            ])  # fmt: skip
+        self.cfg = cfg
+        self.started = time.time()
+        self.looplag = LoopLagMonitor()
+        bus = EventBus()
+        self.engines = engines or build_engines(cfg, listen_only=True)
+        self.listener = build_listener(cfg, self.engines, bus.publish)
+        # Its own speaker is in the room: no follow-up question from the answer's echo tail.
+        self.listener.guard = EchoGuard(cfg.wake.model)
+        off = cfg.audio.echo_cancel == "off"
+        self.listener.guard.use(
+            "off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard"
+        )
+        if source is None or sink is None:
+            from iris_voice.audio.capture import MicCapture
+            from iris_voice.audio.playback import SpeakerSink
+
+            source = source or MicCapture(cfg.audio, publish=bus.publish)
+            sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
+        self.source, self.sink = source, sink
+        self.echo = echo_canceller(cfg.audio, source, sink, "echo-cancel-satellite")
+        self.client = SatelliteClient(cfg, self.hub, satellite_name(cfg, name), self.listener, sink)
+        self._stopping = asyncio.Event()
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (SIGTERM, SIGINT)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Run until SIGTERM/SIGINT; the exit code."""
+        return await runner.run(self, self._stopping)
+
+    # -- the runner's Mode ---------------------------------------------------------------
+    async def start(self) -> str:
+        """The models, the echo canceller, the speaker."""
+        engines = self.engines
+        warm = [engines.vad.warmup()] + [e.warmup() for e in (engines.wake, engines.turn) if e is not None]
+        await asyncio.gather(*warm)
+        if self.echo is not None:  # audio.echo_cancel = "pipewire": the canceller, as on the desktop
+            guard = self.listener.guard
+            assert guard is not None
+            await start_echo_cancel(self.cfg.audio, self.echo, guard, self.source, self.sink)
+        await self.sink.open()
+        return f"satellite {self.client.name}, hub {self.where}"
+
+    @property
+    def where(self) -> str:
+        """Its hub, or where it waits for one."""
+        return self.hub or f"waited for on {self.cfg.satellite.listen}"
+
+    async def tasks(self, tg: asyncio.TaskGroup) -> list[asyncio.Task[Any]]:
+        """The microphone, the listener and the hub link."""
+        return [tg.create_task(self.client.run(self.source), name="satellite")]
+
+    async def settle(self, stopping: asyncio.Event) -> None:
+        """Nothing to wait for: say it is ready."""
+        log.info("satellite %r ready, hub %s (%s)", self.client.name, self.where, self.cfg.audio.activation)
+
+    def handlers(self) -> dict[str, Any]:
+        """``ping`` and ``status``."""
+        return {"ping": self._ping, "status": self._status}
+
+    async def close(self) -> None:
+        """The devices and the echo canceller (idempotent)."""
+        self.source.close()
+        self.sink.close()
+        if self.echo is not None:
+            self.echo.stop()
+            self.echo = None
+
+    async def _ping(self, _req: dict[str, Any]) -> dict[str, Any]:
+        import os
+
+        return {"pid": os.getpid()}
+
+    async def _status(self, _req: dict[str, Any]) -> dict[str, Any]:
+        c, engines = self.client, self.engines
+        return status(
+            "satellite",
+            self.started,
+            state="answering" if c.in_turn else "idle",
+            activation=self.cfg.audio.activation,
+            models={
+                "stt": None,
+                "tts": None,
+                "wake": engines.wake.name if engines.wake else None,
+                "llm": None,
+            },
+            alarm_ringing=f"timer {c.alarm.timer_id}" if c.alarm.ringing else None,
+            turn_count=c.turns,
+            loop_lag_ms=self.looplag.snapshot(),
+            hub={
+                "where": self.where,
+                "connected": c.connected.is_set(),
+                "name": c.name,
+                "answers": c.answers,
+            },
+        )
+
+
 async def run_satellite(
     cfg: Config,
     hub: str | None = None,
     name: str | None = None,
     source: AudioSource | None = None,
-    listen: str | None = None,
     sink: AudioSink | None = None,
+    listen: str | None = None,
 ) -> int:
     """``iris satellite``: run until SIGTERM/SIGINT; the exit code."""
-    import signal
-
-    from iris_voice.errors import ConfigError
-
-    if listen:
-        cfg = cfg.model_copy(update={"satellite": cfg.satellite.model_validate(
-            {**cfg.satellite.model_dump(), "listen": listen})})  # fmt: skip
-    hub = "" if cfg.satellite.listen and not hub else (hub or cfg.satellite.hub)
-    if not hub and not cfg.satellite.listen:
-        raise ConfigError([
-            "satellite.hub: is required (or iris satellite --hub tcp://HOST:PORT), or satellite.listen "
-            "(or --listen tcp://HOST:PORT) to wait for the hub",
-        ])  # fmt: skip
-    bus = EventBus()
-    engines = build_engines(cfg, listen_only=True)
-    listener = build_listener(cfg, engines, bus.publish)
-    # Its own speaker is in the room: no follow-up question from the answer's echo tail.
-    listener.guard = EchoGuard(cfg.wake.model)
-    off = cfg.audio.echo_cancel == "off"
-    listener.guard.use("off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard")
-    if source is None or sink is None:
-        from iris_voice.audio.capture import MicCapture
-        from iris_voice.audio.playback import SpeakerSink
-
-        source = source or MicCapture(cfg.audio, publish=bus.publish)
-        sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
-    echo = echo_canceller(cfg.audio, source, sink, "echo-cancel-satellite")
-    client = SatelliteClient(cfg, hub, satellite_name(cfg, name), listener, sink)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        warm = [engines.vad.warmup()] + [e.warmup() for e in (engines.wake, engines.turn) if e is not None]
-        await asyncio.gather(*warm)
-        if echo is not None:  # audio.echo_cancel = "pipewire": the canceller, as on the desktop
-            await start_echo_cancel(cfg.audio, echo, listener.guard, source, sink)
-        await sink.open()
-        where = hub or f"waited for on {cfg.satellite.listen}"
-        log.info("satellite %r ready, hub %s (%s)", client.name, where, cfg.audio.activation)
-        running = loop.create_task(client.run(source), name="satellite")
-        stopping = loop.create_task(stop.wait(), name="stop")
-        await asyncio.wait([running, stopping], return_when=asyncio.FIRST_COMPLETED)
-        for task in (running, stopping):
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await running
-    finally:
-        source.close()
-        sink.close()
-        if echo is not None:
-            echo.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-    return 0
+    return await SatelliteMode(cfg, hub, name, source, sink, listen).run()

@@ -133,10 +133,26 @@ def _hub_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _satellite_lines(answer: dict[str, Any]) -> list[str]:
+    """``iris status`` of a satellite (``iris satellite``)."""
+    hub = answer["hub"]
+    link = "connected" if hub["connected"] else "NOT connected"
+    lines = [
+        f"state:      {answer['state']}, satellite {hub['name']!r}, activation {answer['activation']}",
+        f"uptime:     {answer['uptime_s']:.0f} s, pid {answer['pid']}, IRIS {answer['version']}",
+        f"hub:        {hub['where']} {link}; {answer['turn_count']} questions, {hub['answers']} answers",
+    ]
+    if answer.get("alarm_ringing"):
+        lines.append(f"ringing:    {answer['alarm_ringing']}")
+    return lines
+
+
 def _status_lines(answer: dict[str, Any]) -> list[str]:
     """``iris status`` as text (a reply without some field raises KeyError or TypeError)."""
     if answer.get("mode") == "serve":
         return _hub_lines(answer)
+    if answer.get("mode") == "satellite":
+        return _satellite_lines(answer)
     llm = answer["llm"]
     fa = answer["first_audio_ms"]
     reach = {True: "reachable", False: f"NOT reachable ({llm['error']})", None: "not tried yet"}[

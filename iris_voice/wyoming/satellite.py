@@ -102,6 +102,11 @@ class SatelliteClient:
         self.alarm = SatelliteAlarm(cfg.audio, sink, listener.alarm_ringing, self._ring_playing)
         """The timer ringing here, repeated until dismissed."""
 
+    @property
+    def in_turn(self) -> bool:
+        """A question was sent and its answer has not ended yet."""
+        return self._in_turn
+
     async def run(self, source: AudioSource) -> None:
         """Listen, talk to the hub and play its answers until cancelled."""
         async with asyncio.TaskGroup() as tg:
