@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from iris_voice.app import checks
+from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.conversation.origins import Conversations
 from iris_voice.conversation.responder import Assistant, build_responder
@@ -135,6 +136,19 @@ def build_listener(
     return Listener(
         cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
     )
+
+
+def build_devices(
+    cfg: Config, source: AudioSource | None, sink: AudioSink | None, publish: Callable[[Event], None]
+) -> tuple[AudioSource, AudioSink]:
+    """The microphone and the speaker ``cfg.audio`` names, unless given (tests, file mode)."""
+    if source is None or sink is None:
+        from iris_voice.audio.capture import MicCapture
+        from iris_voice.audio.playback import SpeakerSink
+
+        source = source or MicCapture(cfg.audio, publish=publish)
+        sink = sink or SpeakerSink(cfg.audio, publish=publish)
+    return source, sink
 
 
 def remote_listener(cfg: Config) -> Callable[[], Awaitable[Listener]]:

@@ -17,7 +17,14 @@ from typing import Any
 
 from iris_voice import __version__
 from iris_voice.app import runner
-from iris_voice.app.assembly import Engines, build_app, build_listener, remote_listener, warm_up
+from iris_voice.app.assembly import (
+    Engines,
+    build_app,
+    build_devices,
+    build_listener,
+    remote_listener,
+    warm_up,
+)
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import ControlCommands, LlmHealth
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
@@ -42,7 +49,7 @@ log = logging.getLogger(__name__)
 NOT_REACHABLE_AT_START = "My language model is not reachable yet. I'll keep trying."
 
 
-class Daemon:
+class Daemon(runner.Runs):
     """The assembled voice assistant; ``await Daemon(cfg).run()``."""
 
     def __init__(
@@ -59,14 +66,7 @@ class Daemon:
         if self.app.engines is None:  # speech=True builds them
             raise RuntimeError("the assembly built no speech engines")
         self.engines: Engines = self.app.engines
-        if source is None or sink is None:
-            from iris_voice.audio.capture import MicCapture
-            from iris_voice.audio.playback import SpeakerSink
-
-            source = source or MicCapture(self.cfg.audio, publish=self.bus.publish)
-            sink = sink or SpeakerSink(self.cfg.audio, publish=self.bus.publish)
-        self.source: AudioSource = source
-        self.sink: AudioSink = sink
+        self.source, self.sink = build_devices(self.cfg, source, sink, self.bus.publish)
         eng, cfg = self.engines, self.cfg
         listener = build_listener(cfg, eng, self.bus.publish)
         self.guard = listener.guard = EchoGuard(cfg.wake.model)
@@ -106,22 +106,11 @@ class Daemon:
             engines=self.engines, started=self.started, looplag=self.looplag, serve=self.service,
             source=self.source, dialers=self.dialers,
         )  # fmt: skip
-        self._stopping = asyncio.Event()
         self._llm_settled = asyncio.Event()
         self._took: dict[str, float] = {}
 
     def _dismiss_alarm(self) -> None:
         self.alarms.dismiss()
-
-    def request_stop(self) -> None:
-        """Begin a clean shutdown (SIGTERM, SIGINT)."""
-        self._stopping.set()
-
-    async def run(self) -> int:
-        """Run until SIGTERM/SIGINT (``app.runner``); the process exit code. With
-        ``serve.enabled``, raises ``ConfigError`` naming ``serve.uri`` when it cannot be
-        listened on (``iris`` exits 78)."""
-        return await runner.run(self, self._stopping)
 
     # -- the runner's Mode ---------------------------------------------------------------
     async def start(self) -> str:

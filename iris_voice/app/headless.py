@@ -41,7 +41,7 @@ from iris_voice.wyoming.trust import load_token
 log = logging.getLogger(__name__)
 
 
-class Hub:
+class Hub(runner.Runs):
     """The headless IRIS of ``iris serve``; ``await Hub(cfg).run()``."""
 
     def __init__(
@@ -60,17 +60,7 @@ class Hub:
         """The satellites this hub connects to (``satellite.connect``)."""
         self.health = LlmHealth()
         self.looplag = LoopLagMonitor()
-        self._stopping = asyncio.Event()
         self._took: dict[str, float] = {}
-
-    def request_stop(self) -> None:
-        """Begin a clean shutdown (SIGTERM, SIGINT)."""
-        self._stopping.set()
-
-    async def run(self) -> int:
-        """Serve until SIGTERM/SIGINT (``app.runner``); the process exit code. Raises
-        ``ConfigError`` naming ``serve.uri`` when it cannot be listened on (``iris`` exits 78)."""
-        return await runner.run(self, self._stopping)
 
     # -- the runner's Mode ---------------------------------------------------------------
     async def start(self) -> str:

@@ -8,7 +8,7 @@ TaskGroup for the mode's tasks, ``sd_notify`` READY/STOPPING, and an orderly sto
 engines, timer policy and conversations a mode has is decided where it is assembled
 (``app.assembly`` and the mode's own ``__init__``), never here.
 
-To add a mode: a class with the five members of ``Mode`` (its status through
+To add a mode: a ``Runs`` subclass with the members of ``Mode`` (its status through
 ``app.status.status``), and a command in ``cli`` that runs it with ``run``.
 """
 
@@ -52,6 +52,28 @@ class Mode(Protocol):
     async def close(self) -> None:
         """Stop services and devices (idempotent; also after a failed start)."""
         ...
+
+
+class Runs:
+    """``run()`` and ``request_stop()``, the same for every ``Mode`` (a base class)."""
+
+    _stopping: asyncio.Event | None = None
+
+    @property
+    def stopping(self) -> asyncio.Event:
+        """Set to stop (SIGTERM, SIGINT, ``request_stop``)."""
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+        return self._stopping
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown."""
+        self.stopping.set()
+
+    async def run(self) -> int:
+        """Run until stopped (``app.runner.run``); the process exit code. A start-up that
+        cannot bind what it serves raises ``ConfigError`` naming the key (``iris`` exits 78)."""
+        return await run(self, self.stopping)  # type: ignore[arg-type]  # subclasses are Modes
 
 
 async def run(mode: Mode, stopping: asyncio.Event) -> int:

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from iris_voice.app import runner
-from iris_voice.app.assembly import Engines, build_engines, build_listener
+from iris_voice.app.assembly import Engines, build_devices, build_engines, build_listener
 from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.status import status
@@ -28,7 +28,7 @@ from iris_voice.wyoming.satellite import SatelliteClient, satellite_name
 log = logging.getLogger(__name__)
 
 
-class SatelliteMode:
+class SatelliteMode(runner.Runs):
     """The satellite process; ``await SatelliteMode(cfg, ...).run()``."""
 
     def __init__(
@@ -63,24 +63,9 @@ class SatelliteMode:
         self.listener.guard.use(
             "off" if off else "guard", "audio.echo_cancel" if off else "a satellite's guard"
         )
-        if source is None or sink is None:
-            from iris_voice.audio.capture import MicCapture
-            from iris_voice.audio.playback import SpeakerSink
-
-            source = source or MicCapture(cfg.audio, publish=bus.publish)
-            sink = sink or SpeakerSink(cfg.audio, publish=bus.publish)
-        self.source, self.sink = source, sink
-        self.echo = echo_canceller(cfg.audio, source, sink, "echo-cancel-satellite")
-        self.client = SatelliteClient(cfg, self.hub, satellite_name(cfg, name), self.listener, sink)
-        self._stopping = asyncio.Event()
-
-    def request_stop(self) -> None:
-        """Begin a clean shutdown (SIGTERM, SIGINT)."""
-        self._stopping.set()
-
-    async def run(self) -> int:
-        """Run until SIGTERM/SIGINT; the exit code."""
-        return await runner.run(self, self._stopping)
+        self.source, self.sink = build_devices(cfg, source, sink, bus.publish)
+        self.echo = echo_canceller(cfg.audio, self.source, self.sink, "echo-cancel-satellite")
+        self.client = SatelliteClient(cfg, self.hub, satellite_name(cfg, name), self.listener, self.sink)
 
     # -- the runner's Mode ---------------------------------------------------------------
     async def start(self) -> str:
@@ -148,15 +133,3 @@ class SatelliteMode:
                 "answers": c.answers,
             },
         )
-
-
-async def run_satellite(
-    cfg: Config,
-    hub: str | None = None,
-    name: str | None = None,
-    source: AudioSource | None = None,
-    sink: AudioSink | None = None,
-    listen: str | None = None,
-) -> int:
-    """``iris satellite``: run until SIGTERM/SIGINT; the exit code."""
-    return await SatelliteMode(cfg, hub, name, source, sink, listen).run()

@@ -54,9 +54,12 @@ def cmd_serve(args: argparse.Namespace, cfg: Config) -> int:
 def cmd_satellite(args: argparse.Namespace, cfg: Config) -> int:
     """Run as a satellite of the hub in ``--hub`` (or ``satellite.hub``), or wait for a hub on
     ``--listen`` (``satellite.listen``), until SIGTERM/SIGINT."""
-    from iris_voice.app.satellite_mode import run_satellite
+    from iris_voice.app.satellite_mode import SatelliteMode
 
-    return asyncio.run(run_satellite(cfg, args.hub, args.name, listen=args.listen))
+    async def run() -> int:
+        return await SatelliteMode(cfg, args.hub, args.name, listen=args.listen).run()
+
+    return asyncio.run(run())
 
 
 def _send(cmd: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
