@@ -32,7 +32,6 @@ import json
 import multiprocessing
 import os
 import secrets
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from iris_voice.errors import IrisError
 from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE, PROC_TCP
 from tools.bench.abuse import PingProbe
 from tools.bench.abuse_serve_attacks import CLASSES, Target, run_class
+from tools.bench.stats import percentile
 from tools.testbed.hubs import ROOT, hub_process, stop_process
 from tools.testbed.servers import scripted_server
 
@@ -266,7 +266,7 @@ def measure(hub: Hub, name: str, pool: ProcessPoolExecutor, seconds: float) -> R
     if lag is not None:
         (row.lag_p99_ms, row.lag_max_ms), row.lag_source = lag, "hub's monitor"
     elif len(probe.latencies) > 2:
-        row.lag_p99_ms = statistics.quantiles(probe.latencies, n=100)[98]
+        row.lag_p99_ms = percentile(probe.latencies, 99)
         row.lag_max_ms = max(probe.latencies)
     with hub.log.open("rb") as f:
         f.seek(log_at)
@@ -301,7 +301,7 @@ def report(rows: list[Row]) -> None:
           "not within 1 s | goals | outcome |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        p50 = statistics.median(r.good_ms) if r.good_ms else None
+        p50 = percentile(r.good_ms, 50)
         worst = max(r.good_ms) if r.good_ms else None
         failed = "".join(f"; {what} x{n}" for what, n in r.good_failed.items())
         total = len(r.good_ms) + sum(r.good_failed.values())

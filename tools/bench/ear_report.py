@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from iris_voice.app.commands import percentile
 from tools.bench.report import NOISE, med
+from tools.bench.stats import percentile
 
 BLOCK_S = 0.01
 """Energy is measured over 10 ms blocks: an edge is known to that much."""
