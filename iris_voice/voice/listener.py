@@ -47,11 +47,7 @@ from iris_voice.voice.heard import (
     Utterance,
     UtteranceReady,
 )
-from iris_voice.voice.wakewatch import (
-    FRAME_S,
-    WAKE_GATE_BUFFER_S,
-    WakeWatch,
-)
+from iris_voice.voice.wakewatch import FRAME_S, WakeWatch
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +60,7 @@ SPEECH_START_S = 0.096
 not. Deliberately short: a one-word command ("stop") has only a few frames of voicing."""
 
 
-class Listener(WakeWatch):
+class Listener:
     """Activation, endpointing and barge-in over a stream of frames."""
 
     def __init__(
@@ -82,8 +78,8 @@ class Listener(WakeWatch):
         self.cfg = cfg
         self.vad = vad
         self.wake = wake
-        self.wake_threshold = wake_threshold
-        """Score at which the wake word counts (``wake.threshold``)."""
+        self.wakes = WakeWatch(wake, vad, wake_threshold, publish, lambda: self.guard)
+        """When the wake-word model runs and what its detections open (``wakewatch``)."""
         self.turn_end = turn_end
         """Asks a turn detector at each pause (``audio.end_of_turn = "smart_turn"``); None:
         a turn ends after ``audio.vad_hangover_ms`` of silence."""
@@ -104,16 +100,11 @@ class Listener(WakeWatch):
         self._capture_start_s = 0.0
         self._seg: Segmenter | None = None
         self._speech_run = 0
-        self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
-        self._gate_until = -1.0
         self.sessions: Callable[[], DecodeSession] | None = None
         """Opens an incremental decode for each capture (set by the pipeline when its
         transcriber ``supports_streaming``), or None."""
         self._session: DecodeSession | None = None
         self._speculated = False  # a Speculation went out for the current pause
-        self._wake_backlog: list[np.ndarray] | None = None  # frames the wake model has yet to see
-        self._wake_score = 0.0  # the wake model's latest score
-        self._wake_hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
         self.guard: EchoGuard | None = None
         """IRIS's guard against its own voice (set by the daemon; None: no guard)."""
         self._alarm = False  # an alarm rings: listen for "stop" without the wake word
@@ -221,10 +212,8 @@ class Listener(WakeWatch):
         # IRIS's announcement never says: a "stop" said right after a ring must not be lost.)
         if self.guard is not None and not self._alarm and self.guard.in_tail():
             self._pre.clear()
-            self._unfed.clear()
             self._speech_run = 0
-            if self.wake is not None:
-                self.wake.reset()
+            self.wakes.quiet()
             return
         follow_up = self._clock() < self._follow_up_until
         always = self.cfg.activation == "always"
@@ -235,7 +224,9 @@ class Listener(WakeWatch):
             return
         self._pre.append((frame, False))
         if self.cfg.activation == "wake_word":
-            await self._gated_wake(frame)
+            frames = await self.wakes.gated(frame, self.position_s, lambda: [f for f, _ in self._pre])
+            if frames is not None:
+                self._start(Trigger.WAKE_WORD, frames)
 
     async def _speech_starts(self, frame: np.ndarray) -> bool:
         """Judge ``frame`` into the pre-roll; True once ``SPEECH_START_S`` of speech ran."""
@@ -270,13 +261,24 @@ class Listener(WakeWatch):
             return
         if not self._alarm:  # (with an alarm, _speech_starts filled the pre-roll)
             self._pre.append((frame, False))
-        if self.wake is not None and await self._wake(frame, during_speech=True):
+        if self.wake is not None and await self.wakes.fired(frame, during_speech=True):
             self._emit(BargeIn(Trigger.WAKE_WORD))
-            self._start(Trigger.BARGE_IN, self._wake_pre_roll())
+            n = self.wakes.pre_roll_frames()
+            self._start(Trigger.BARGE_IN, [f for f, _ in list(self._pre)[-n:]])
 
     async def _capturing(self, frame: np.ndarray, capture: list[np.ndarray], seg: Segmenter) -> None:
         capture.append(frame)
-        if self._wake_backlog is not None and await self._wake_in_capture(frame, capture):
+        if self.wakes.watching and await self.wakes.in_capture(
+            frame, len(capture) * FRAME_S, self.position_s
+        ):
+            # "hey Jarvis" said from habit: the question starts after it (over an alarm's
+            # announcement, as a barge-in would)
+            barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
+            if barge:
+                self._emit(BargeIn(Trigger.WAKE_WORD))
+            self._start(
+                Trigger.BARGE_IN if barge else Trigger.WAKE_WORD, capture[-self.wakes.pre_roll_frames() :]
+            )
             return
         # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
         # (probability a little under the threshold) still counts as speech.
@@ -287,7 +289,7 @@ class Listener(WakeWatch):
             self._follow_speculation(self._session, speech)
         event = seg.process(FRAME_S, speech)
         turn_end, session = self.turn_end, self._session
-        hinted = self.position_s < self._wake_hint_until  # the wake model may fire yet
+        hinted = self.wakes.hinted(self.position_s)  # the wake model may fire yet
         if event is None and turn_end is not None and seg.in_utterance and not hinted:
             words = (lambda: Words(*session.words())) if session is not None else (lambda: NO_WORDS)
             if turn_end.frame(seg.silence_s, lambda: np.concatenate(capture), words):
@@ -354,9 +356,7 @@ class Listener(WakeWatch):
         # Without the wake word, the wake model catches up on the pre-roll and follows the
         # capture's start (``WAKE_WATCH_S``).
         watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS, Trigger.ALARM) and self.wake is not None
-        self._wake_backlog = list(frames) if watch else None
-        if watch and self.wake is not None:
-            self.wake.reset()
+        self.wakes.watch(frames if watch else None)
         self.cancel_follow_up()
         self._emit(CaptureStarted(trigger))
         log.debug("capturing (%s) with %d pre-roll frames", trigger, len(frames))
@@ -382,10 +382,9 @@ class Listener(WakeWatch):
         self._drop_session()
         self._capture = None
         self._seg = None
-        self._wake_backlog = None
+        self.wakes.watch(None)
         self.vad.reset()
-        if self.wake is not None:
-            self.wake.reset()  # stale audio in its buffer must not fire again
+        self.wakes.reset()  # stale audio in its buffer must not fire again
 
     async def _is_speech(self, frame: np.ndarray) -> bool:
         return await self.vad.probability(frame) >= self.cfg.vad_threshold

@@ -1,5 +1,6 @@
 """The wake-word half of the listener: when the wake-word model runs and what its
-detections do (``Listener`` inherits it; the state it uses is the listener's own).
+detections mean (``WakeWatch``, an object the ``Listener`` holds; it keeps its own state and
+is told the listener's: the frame's position, the pre-roll, whether IRIS is speaking).
 
 In wake-word mode an idle IRIS runs only Silero VAD; the wake model (ten times costlier)
 runs while there is sound that may be speech, catching up on the last
@@ -11,12 +12,16 @@ the phrase. While IRIS speaks, the echo guard may veto a detection in its own vo
 from __future__ import annotations
 
 import logging
+from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
-from iris_voice.events import Trigger, WakeWordDetected
-from iris_voice.voice.heard import BargeIn, ListenMode
+from iris_voice.events import Event, WakeWordDetected
+from iris_voice.speech.vad import SpeechDetector
+from iris_voice.speech.wake import WakeDetector
+from iris_voice.voice.echoguard import EchoGuard
 
 log = logging.getLogger("iris_voice.voice.listener")  # one logger for the listener's lines
 
@@ -42,11 +47,59 @@ WAKE_HINT_HOLD_S = 0.3
 
 
 class WakeWatch:
-    """The wake-word methods of ``Listener`` (a mixin: ``self`` is the listener, whose
-    attributes these are)."""
+    """When the wake-word model runs, and what a detection opens."""
 
-    async def _gated_wake(self, frame: np.ndarray) -> None:
-        """Run the wake-word model only while there is sound that may be speech.
+    def __init__(
+        self,
+        wake: WakeDetector | None,
+        vad: SpeechDetector,
+        threshold: float,
+        publish: Callable[[Event], None],
+        guard: Callable[[], EchoGuard | None],
+    ) -> None:
+        self.wake = wake
+        self.vad = vad
+        self.threshold = threshold
+        """Score at which the wake word counts (``wake.threshold``)."""
+        self._publish = publish
+        self._guard = guard
+        self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
+        self._gate_until = -1.0
+        self._backlog: list[np.ndarray] | None = None  # a watched capture's frames not yet seen
+        self.score = 0.0
+        """The wake model's latest score."""
+        self._hint_until = 0.0  # no end of turn before this (``WAKE_HINT``)
+
+    @property
+    def watching(self) -> bool:
+        """A capture opened without the wake word is being watched (``WAKE_WATCH_S``)."""
+        return self._backlog is not None
+
+    def hinted(self, position_s: float) -> bool:
+        """The wake model may yet fire in a watched capture: hold its end of turn."""
+        return position_s < self._hint_until
+
+    def watch(self, frames: list[np.ndarray] | None) -> None:
+        """Watch a new capture from ``frames`` (its pre-roll), or stop watching (None)."""
+        self._backlog = list(frames) if frames is not None else None
+        if frames is not None:
+            self.reset()
+
+    def quiet(self) -> None:
+        """Forget audio not yet fed to the model (IRIS's own echo, say)."""
+        self._unfed.clear()
+        self.reset()
+
+    def reset(self) -> None:
+        """Clear the model's buffer (stale audio must not fire again)."""
+        if self.wake is not None:
+            self.wake.reset()
+
+    async def gated(
+        self, frame: np.ndarray, position_s: float, heard: Callable[[], list[np.ndarray]]
+    ) -> list[np.ndarray] | None:
+        """Run the wake-word model only while there is sound that may be speech; the frames
+        of a wake-word capture when it fires (``heard``: the listener's pre-roll), else None.
 
         Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
         idles on the VAD alone. When it hears something, the wake model catches up on
@@ -54,69 +107,61 @@ class WakeWatch:
         """
         self._unfed.append(frame)
         if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
-            self._gate_until = self.position_s + WAKE_GATE_HOLD_S
-        if self.position_s > self._gate_until:
-            return
+            self._gate_until = position_s + WAKE_GATE_HOLD_S
+        if position_s > self._gate_until:
+            return None
         batch = list(self._unfed)
         self._unfed.clear()
         for i, f in enumerate(batch):
-            if await self._wake(f, during_speech=False):
-                self._start(Trigger.WAKE_WORD, self._from_detection(batch, i))
-                return
+            if await self.fired(f, during_speech=False):
+                return self._from_detection(heard(), batch, i)
+        return None
 
-    def _from_detection(self, batch: list[np.ndarray], i: int) -> list[np.ndarray]:
+    def _from_detection(self, heard: list[np.ndarray], batch: list[np.ndarray], i: int) -> list[np.ndarray]:
         """A wake-word capture's first frames: up to ``WAKE_PRE_ROLL_S`` of ``batch`` before
         its detection at ``batch[i]`` (the catch-up of a quiet room has them; mid-speech the
         batch is that one frame), moved back by as much as the detector fires late
-        (``late_s``, from the listener's pre-roll), and what was said after it."""
+        (``late_s``, from the listener's pre-roll ``heard``), and what was said after it."""
         base = max(0, i + 1 - max(1, round(WAKE_PRE_ROLL_S / FRAME_S)))
         late = round(self.wake.late_s / FRAME_S) if self.wake is not None else 0
-        heard = [f for f, _ in self._pre]
         before = heard[: max(0, len(heard) - len(batch))]  # the pre-roll ends with the batch
         history = before + batch
         start = max(0, len(before) + base - late)
         return history[start : len(before) + i + 1] + batch[i + 1 :]
 
-    async def _wake_in_capture(self, frame: np.ndarray, capture: list[np.ndarray]) -> bool:
-        """In the first ``WAKE_WATCH_S`` of a capture opened without the wake word, run the
-        wake model too; when it fires, the question starts after it: the capture opens
-        again as a wake-word capture (True)."""
-        backlog, self._wake_backlog = self._wake_backlog or [], []
-        if len(capture) * FRAME_S > WAKE_WATCH_S:
-            self._wake_backlog = None
+    async def in_capture(self, frame: np.ndarray, capture_s: float, position_s: float) -> bool:
+        """In the first ``WAKE_WATCH_S`` (``capture_s`` so far) of a watched capture, run the
+        wake model too; True when it fires: the question starts after it."""
+        backlog, self._backlog = self._backlog or [], []
+        if capture_s > WAKE_WATCH_S:
+            self._backlog = None
             return False
         for f in [*backlog, frame]:
-            fired = await self._wake(f, during_speech=False)
-            if self._wake_score >= WAKE_HINT:
+            fired = await self.fired(f, during_speech=False)
+            if self.score >= WAKE_HINT:
                 # Its score rises over the phrase and crosses the threshold a little after
                 # it ends: a turn detector asked at the comma would end the turn first.
-                self._wake_hint_until = self.position_s + WAKE_HINT_HOLD_S
+                self._hint_until = position_s + WAKE_HINT_HOLD_S
             if fired:
-                n = self._pre_roll_frames()
-                barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
-                if barge:  # said over an alarm's announcement: as a barge-in would
-                    self._emit(BargeIn(Trigger.WAKE_WORD))
-                self._start(Trigger.BARGE_IN if barge else Trigger.WAKE_WORD, capture[-n:])
                 return True
         return False
 
-    def _pre_roll_frames(self) -> int:
+    def pre_roll_frames(self) -> int:
         """Frames kept from before a detection: ``WAKE_PRE_ROLL_S``, and as much again as
         the detector fires late (``wake.patience``), so the same audio comes before the question."""
         late = self.wake.late_s if self.wake is not None else 0.0
         return max(1, round((WAKE_PRE_ROLL_S + late) / FRAME_S))
 
-    def _wake_pre_roll(self) -> list[np.ndarray]:
-        n = self._pre_roll_frames()
-        return [f for f, _ in list(self._pre)[-n:]]
-
-    async def _wake(self, frame: np.ndarray, during_speech: bool) -> bool:
+    async def fired(self, frame: np.ndarray, during_speech: bool) -> bool:
+        """Feed ``frame`` to the model; True on a detection (over IRIS's own voice the echo
+        guard may veto it)."""
         if self.wake is None:
             return False
-        score = self._wake_score = await self.wake.process(frame)
-        if score < self.wake_threshold:
+        score = self.score = await self.wake.process(frame)
+        if score < self.threshold:
             return False
-        if during_speech and self.guard is not None and not self.guard.wake_allowed():
+        guard = self._guard()
+        if during_speech and guard is not None and not guard.wake_allowed():
             log.info("wake word (score %.2f) in IRIS's own reply: not an interruption", score)
             self.wake.reset()
             return False
