@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
@@ -143,103 +144,133 @@ class ChatLoop:
     async def run_rounds(self, turn: Turn) -> AsyncIterator[str]:
         """The tool loop on ``turn`` (its messages appended to in place): yields speakable
         sentences. Publishes ``ToolCalled`` and fills the trace; no other events, no history.
+
+        The protocol reads here; what a small model needs beyond it (one more round without
+        tools, a repeated call, closing words) are the named steps it calls.
         """
         trace = turn.trace
         if trace.execution_path is None:
             trace.execution_path = ExecutionPath(self.mode)
-        calls_made = 0
-        limit = self.cfg.max_tool_calls
-        seen: set[str] = set()
         picked = self.picker.pick(turn.text, turn.history) if self.mode == ToolMode.NATIVE else []
         if picked:
             trace.extra["retrieved"] = [t.name for t in picked]
-        names = self.registry.callable_names()
-        dropped, said_before = False, 0
-        said_in_turn = 0
+        loop = _Loop(self.cfg.max_tool_calls, self.registry.callable_names(), picked)
         while True:
-            allow_tools = calls_made < limit and len(names) > 0
-            trace.rounds += 1
-            content, structured, said = "", [], 0
-            written: list[TextCall] = []  # calls written as text, as the speech filter decided them
-            clause = 0 if said_in_turn else self.first_clause_words  # only the turn's first piece
-            async for sentence, chunk_content, chunk_calls in self._one_round(
-                turn, allow_tools, trace, written, picked, clause
-            ):
-                if sentence is not None and (sentence := clean_sentence(sentence)):
-                    if unspeakable(sentence, names):
-                        log.info("not spoken (call syntax or a tool name): %r", sentence)
-                        dropped = True
-                        continue
-                    said += 1
-                    said_in_turn += 1
-                    yield sentence
-                content += chunk_content
-                structured.extend(chunk_calls)
-            # The calls to run are the ones the speech filter held back: what was spoken is
-            # never run (a call too long for the filter to hold was spoken, so it is not a call).
-            _, remainder = extract_calls(content, names)
-            calls = structured or [(c.name, c.arguments) for c in written]
-            said_before += said
-            if not calls or not allow_tools:
-                failed = bool(trace.tool_calls) and not any(c["ok"] for c in trace.tool_calls)
-                if failed and not said_before and allow_tools:
-                    # Every call failed and the model fell silent: a small model reaches
-                    # for a tool on questions it can answer ("how many legs does a spider
-                    # have" → the clock). One more round, without tools, for its own answer.
-                    calls_made = limit
-                    turn.messages.append({"role": "user", "content": NO_TOOL_NOTE})
+            rnd = _Round(tools=loop.tools_allowed)
+            async for sentence in self._speak(turn, loop, rnd):
+                yield sentence
+            calls = rnd.calls()
+            if not calls or not rnd.tools:
+                if self._retry_without_tools(turn, loop, rnd):
                     continue
-                if dropped and not said_before and not trace.tool_calls:
-                    yield CANNOT  # only call syntax was written, for no tool IRIS has
-                elif not said_before and trace.tool_calls:
-                    yield last_words(trace, names)
+                if closing := self._closing_words(trace, loop):
+                    yield closing
                 return
             if all(self.registry.get(n) is None for n, _ in calls):
                 # Calls to tools nobody has ("open_garage_door"): an action IRIS cannot do.
                 trace.extra["unknown_tools"] = [n for n, _ in calls]
                 yield CANNOT
                 return
-            keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
-            if all(k in seen for k in keys):
+            if loop.repeated(calls):
                 # Small models tend to repeat a call they already made instead of answering:
                 # what they said around it is the answer; if nothing, ask for it without tools.
-                if said:
+                if rnd.said:
                     return
-                calls_made = limit
-                turn.messages.append({"role": "user", "content": LIMIT_NOTE})
+                self._answer_now(turn, loop, LIMIT_NOTE)
                 continue
-            seen.update(keys)
-            results: list[ToolResult] = []
-            for name, args in calls:
-                if calls_made >= limit:
-                    break
-                calls_made += 1
-                if not self.registry.read_only(name):
-                    await turn.confirmed()  # a speculative turn changes nothing until confirmed
-                tool = self.registry.get(name)
-                if tool is not None and isinstance(args, dict):
-                    args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
-                res = await self.registry.call(name, args, request=turn.text)
-                results.append(res)
-                trace.add_call(res)
-                self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
-                if res.refusal:  # not grounded in the user's words: said instead, nothing ran
-                    trace.extra["refused"] = res.name
-                    yield res.refusal
-                    return
-            keep_text = structured or self.mode == ToolMode.TEXT
-            said_around = content if keep_text else remainder
-            if self.mode == ToolMode.NATIVE:
-                said_around = strip_markup(said_around)
-            turn.messages.extend(tool_turn_messages(self.mode, said_around, results))
+            results, refusal = await self._run_calls(turn, loop, calls)
+            if refusal:  # not grounded in the user's words: said instead, nothing ran
+                yield refusal
+                return
+            turn.messages.extend(tool_turn_messages(self.mode, self._said_around(rnd, loop), results))
             if self._direct(results, len(calls)):
                 trace.extra["direct_return"] = True
                 turn.open_reply = True
-                for sentence in direct_sentences(results, 0 if said_in_turn else self.first_clause_words):
+                for sentence in direct_sentences(results, 0 if loop.said else self.first_clause_words):
                     yield sentence
                 return
-            if calls_made >= limit:
+            if loop.calls_made >= loop.limit:
                 turn.messages.append({"role": "user", "content": LIMIT_NOTE})
+
+    async def _speak(self, turn: Turn, loop: _Loop, rnd: _Round) -> AsyncIterator[str]:
+        """One model round: its speakable sentences as they come (call syntax and tool names
+        held back), its text and calls into ``rnd``."""
+        turn.trace.rounds += 1
+        clause = 0 if loop.said else self.first_clause_words  # only the turn's first piece
+        async for sentence, content, calls in self._one_round(
+            turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause
+        ):
+            if sentence is not None and (sentence := clean_sentence(sentence)):
+                if unspeakable(sentence, loop.names):
+                    log.info("not spoken (call syntax or a tool name): %r", sentence)
+                    loop.dropped = True
+                    continue
+                rnd.said += 1
+                loop.said += 1
+                yield sentence
+            rnd.content += content
+            rnd.structured.extend(calls)
+
+    def _retry_without_tools(self, turn: Turn, loop: _Loop, rnd: _Round) -> bool:
+        """Small-model repair: every call failed and the model fell silent — it reached for a
+        tool on a question it can answer ("how many legs does a spider have" → the clock).
+        One more round, without tools, for its own answer (True: go on)."""
+        calls = turn.trace.tool_calls
+        failed = bool(calls) and not any(c["ok"] for c in calls)
+        if failed and not loop.said and rnd.tools:
+            self._answer_now(turn, loop, NO_TOOL_NOTE)
+            return True
+        return False
+
+    @staticmethod
+    def _closing_words(trace: TurnTrace, loop: _Loop) -> str | None:
+        """Small-model repair: the words a silent turn ends with — ``CANNOT`` when only call
+        syntax was written (for no tool IRIS has), the last tool result when tools ran."""
+        if loop.said:
+            return None
+        if loop.dropped and not trace.tool_calls:
+            return CANNOT
+        return last_words(trace, loop.names) if trace.tool_calls else None
+
+    @staticmethod
+    def _answer_now(turn: Turn, loop: _Loop, note: str) -> None:
+        """No more tools this turn: ask for the answer in words."""
+        loop.calls_made = loop.limit
+        turn.messages.append({"role": "user", "content": note})
+
+    async def _run_calls(
+        self, turn: Turn, loop: _Loop, calls: list[tuple[str, Any]]
+    ) -> tuple[list[ToolResult], str | None]:
+        """Run ``calls`` within the limit; their results, and the refusal that stopped them
+        (a call not grounded in the user's words), if any."""
+        results: list[ToolResult] = []
+        for name, args in calls:
+            if loop.calls_made >= loop.limit:
+                break
+            loop.calls_made += 1
+            if not self.registry.read_only(name):
+                await turn.confirmed()  # a speculative turn changes nothing until confirmed
+            tool = self.registry.get(name)
+            if tool is not None and isinstance(args, dict):
+                args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
+            res = await self.registry.call(name, args, request=turn.text)
+            results.append(res)
+            turn.trace.add_call(res)
+            self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
+            if res.refusal:
+                turn.trace.extra["refused"] = res.name
+                return results, res.refusal
+        return results, None
+
+    def _said_around(self, rnd: _Round, loop: _Loop) -> str:
+        """What the model wrote around its calls, as the history keeps it: the calls the
+        speech filter held back are never run twice (a call too long for the filter to hold
+        was spoken, so it is not a call)."""
+        if rnd.structured or self.mode == ToolMode.TEXT:
+            around = rnd.content
+        else:
+            _, around = extract_calls(rnd.content, loop.names)
+        return strip_markup(around) if self.mode == ToolMode.NATIVE else around
 
     @staticmethod
     def _direct(results: list[ToolResult], asked: int) -> bool:
@@ -294,6 +325,56 @@ class ChatLoop:
             tail = strip_markup(tail).strip()
             if tail:
                 yield tail, "", []
+
+
+@dataclass
+class _Loop:
+    """One turn's tool loop: what it may still do and what it has said."""
+
+    limit: int
+    """``llm.max_tool_calls``."""
+    names: list[str]
+    """The tools the model may call (for the speech filter and the closing words)."""
+    picked: list[Tool]
+    """The hidden tools retrieval showed for this turn."""
+    calls_made: int = 0
+    seen: set[str] = field(default_factory=set)
+    """Each call made, with its arguments."""
+    dropped: bool = False
+    """A sentence was withheld as call syntax."""
+    said: int = 0
+    """Sentences spoken in the turn."""
+
+    @property
+    def tools_allowed(self) -> bool:
+        """Calls are left and there are tools to call."""
+        return self.calls_made < self.limit and bool(self.names)
+
+    def repeated(self, calls: list[tuple[str, Any]]) -> bool:
+        """Every one of ``calls`` was made before (else they are remembered)."""
+        keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
+        if all(k in self.seen for k in keys):
+            return True
+        self.seen.update(keys)
+        return False
+
+
+@dataclass
+class _Round:
+    """One model round: whether it was offered tools, what it wrote and called."""
+
+    tools: bool
+    content: str = ""
+    structured: list[tuple[str, Any]] = field(default_factory=list)
+    """Native tool calls."""
+    written: list[TextCall] = field(default_factory=list)
+    """Calls written as text, as the speech filter decided them."""
+    said: int = 0
+
+    def calls(self) -> list[tuple[str, Any]]:
+        """The calls to run: native ones, else those written as text (what was spoken is
+        never run)."""
+        return self.structured or [(c.name, c.arguments) for c in self.written]
 
 
 def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:
