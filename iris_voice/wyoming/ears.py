@@ -95,6 +95,7 @@ class RemoteEars:
         self._heard: asyncio.Queue[Heard] = asyncio.Queue(16)
         self._tasks: list[asyncio.Task[None]] = []
         self.questions = 0
+        self._dropped = 0
 
     def start(self) -> None:
         """Begin listening (in the running loop)."""
@@ -145,6 +146,10 @@ class RemoteEars:
                 await self._write(VoiceStarted().event())
             elif isinstance(heard, UtteranceReady):
                 await self._write(VoiceStopped().event())
+                if self.source.dropped > self._dropped:  # the listener fell behind the stream
+                    log.warning("%d frames of the streamed microphone were dropped before this question",
+                                self.source.dropped - self._dropped)  # fmt: skip
+                    self._dropped = self.source.dropped
                 self.questions += 1
                 await self._on_question(heard.utterance.audio, heard.utterance.trigger)
             elif isinstance(heard, BargeIn):
