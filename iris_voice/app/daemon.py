@@ -27,7 +27,7 @@ from iris_voice.app.assembly import (
 )
 from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import ControlCommands, LlmHealth
-from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
+from iris_voice.app.echo_setup import close_devices, echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.runtime import prepare_serve
 from iris_voice.audio.chime import chime
@@ -154,11 +154,8 @@ class Daemon(runner.Runs):
 
     async def close(self) -> None:
         """The devices, the echo canceller, the MCP servers and the timers (idempotent)."""
-        self.source.close()
-        self.sink.close()
-        if self.echo is not None:
-            self.echo.stop()
-            self.echo = None
+        close_devices(self.source, self.sink, self.echo)
+        self.echo = None
         await self.app.close(timeout=1.0)
 
     async def _serve(self, service: WyomingService) -> None:

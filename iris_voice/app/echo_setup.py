@@ -41,3 +41,12 @@ async def start_echo_cancel(
     if cfg.barge_in == "voice" and not guard.voice_barge_in:
         log.warning("audio.barge_in = voice needs echo cancellation (%s): the wake word "
                     "interrupts IRIS instead", state.detail)  # fmt: skip
+
+
+def close_devices(source: Any, sink: Any, echo: EchoCanceller | None) -> None:
+    """Close the microphone and the speaker, then stop the echo canceller (each may already
+    be closed or stopped)."""
+    source.close()
+    sink.close()
+    if echo is not None:
+        echo.stop()

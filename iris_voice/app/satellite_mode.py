@@ -15,7 +15,7 @@ from typing import Any
 
 from iris_voice.app import runner
 from iris_voice.app.assembly import Engines, build_devices, build_engines, build_listener
-from iris_voice.app.echo_setup import echo_canceller, start_echo_cancel
+from iris_voice.app.echo_setup import close_devices, echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.status import status
 from iris_voice.audio.protocols import AudioSink, AudioSource
@@ -99,11 +99,8 @@ class SatelliteMode(runner.Runs):
 
     async def close(self) -> None:
         """The devices and the echo canceller (idempotent)."""
-        self.source.close()
-        self.sink.close()
-        if self.echo is not None:
-            self.echo.stop()
-            self.echo = None
+        close_devices(self.source, self.sink, self.echo)
+        self.echo = None
 
     async def _ping(self, _req: dict[str, Any]) -> dict[str, Any]:
         import os

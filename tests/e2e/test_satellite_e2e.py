@@ -21,6 +21,7 @@ import pytest
 from tests.support.spoken import share_said
 from tests.support.voice_helpers import clock_hours, heard
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
+from tests.support.waiting import wait_line as _wait_line
 from tools.testbed.hubs import hub_process
 from tools.testbed.servers import free_port
 from tools.testbed.voicebed import write_config
@@ -28,19 +29,6 @@ from tools.testbed.voicebed import write_config
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _wait_line(path: Path, wanted: str, proc: subprocess.Popen, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        for line in text.splitlines():
-            if wanted in line:
-                return line
-        if proc.poll() is not None:
-            raise AssertionError(f"{proc.args} exited {proc.returncode}:\n{text[-3000:]}")
-        time.sleep(0.1)
-    raise AssertionError(f"no {wanted!r} in {path.name} within {timeout:.0f} s:\n{text[-3000:]}")
 
 
 def _satellite(config: Path, where: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:

@@ -19,27 +19,13 @@ import pytest
 
 from tests.support.voice_helpers import clock_hours, heard
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
+from tests.support.waiting import wait_line as _wait_text
 from tools.testbed import peer_satellite
 from tools.testbed.hubs import hub_process, stop_process
 from tools.testbed.servers import free_port
 from tools.testbed.voicebed import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
-
-
-def _wait_text(path: Path, wanted: str, proc: subprocess.Popen, timeout: float = PATIENCE_S) -> str:
-    """The first line of ``path`` holding ``wanted`` (fails if ``proc`` exits first)."""
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        for line in text.splitlines():
-            if wanted in line:
-                return line
-        if proc.poll() is not None:
-            raise AssertionError(f"{proc.args[:3]} exited {proc.returncode}:\n{text[-3000:]}")
-        time.sleep(0.1)
-    raise AssertionError(f"no {wanted!r} in {path.name} within {timeout:.0f} s:\n{text[-3000:]}")
 
 
 def _listening(port: int, proc: subprocess.Popen, log: Path) -> None:

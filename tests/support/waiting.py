@@ -9,8 +9,10 @@ benchmarks in tools/bench, where load shows up as a figure instead of a failure.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -21,6 +23,22 @@ T = TypeVar("T")
 
 PATIENCE_S = 120.0
 """The default deadline: minutes beyond a normal run, so only "never" fails."""
+
+
+def wait_line(path: Path, wanted: str, proc: subprocess.Popen, timeout: float = PATIENCE_S) -> str:
+    """The first line of the log ``path`` holding ``wanted``; AssertionError with the log's
+    tail when ``proc`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        for line in text.splitlines():
+            if wanted in line:
+                return line
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args} exited {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no {wanted!r} in {path.name} within {timeout:.0f} s:\n{text[-3000:]}")
 
 
 def wait_until(condition: Callable[[], T], what: str, timeout: float = PATIENCE_S, every: float = 0.1) -> T:
