@@ -79,7 +79,8 @@ def normalise(text: str) -> str:
     """Lower case, numbers as digits and clock times as "H:MM am" (or "H:MM").
 
     "It's twenty-three times forty seven" → "it's 23 times 47"; "1,081" → "1081";
-    "6-0-2 p.m.", "602 pm", "6 02 PM", "six oh two p.m." → "6:02 pm"; "ten o'clock" →
+    "6-0-2 p.m.", "602 pm", "6 02 PM", "six oh two p.m." → "6:02 pm"; "10-03 a.m." →
+    "10:03 am"; "ten o'clock" →
     "10 o'clock"; "23x47" → "23 times 47"."""
     t = text.lower().replace("’", "'")
     t = re.sub(r"(\d),(\d{3})\b", r"\1\2", t)
@@ -90,6 +91,7 @@ def normalise(text: str) -> str:
     # digits read one by one: "6-0-2" → "602", "6-02" → "602"
     t = re.sub(r"(?<![\d-])(\d)-(\d)-(\d)(?![\d-])", r"\1\2\3", t)
     t = re.sub(r"(?<![\d-])(\d)-(\d\d)(?![\d-])", r"\1\2", t)
+    t = re.sub(r"(?<![\d-])(\d\d)-(\d\d)(?=\s?[ap]m\b)", r"\1\2", t)  # "10-03 a.m."
     # an hour and its minutes apart ("6 02 pm", "6 0 2 pm") or run together ("602 pm")
     t = re.sub(r"\b(\d{1,2})\s(\d)\s(\d)\s?([ap]m)\b", r"\1:\2\3 \4", t)
     t = re.sub(r"\b(\d{1,2})[\s.]?(\d{2})\s?([ap]m)\b", r"\1:\2 \3", t)

@@ -13,6 +13,7 @@ from tests.support.spoken import clock_times, normalise, share_said
     [
         ("It is 6:02 p.m. in Tokyo.", {(6, 2)}),
         ("It is 6-0-2 p.m. on Wednesday, November 25, 2026 in Tokyo.", {(6, 2)}),
+        ("it is 10-03 a.m. on friday, november 27, 2026.", {(10, 3)}),  # a satellite's speaker, heard
         ("it is 602 PM", {(6, 2)}),
         ("it is 6 02 pm", {(6, 2)}),
         ("it is 6.02 P.M.", {(6, 2)}),
