@@ -217,10 +217,16 @@ class App:
             # server, one request at a time.
             serial = SerialBackend(self.responder.chat.backend)
             cfg, registry, publish = self.cfg, self.registry, self.bus.publish
+            template: list[Assistant] = []  # built on the first other origin's turn, then shared
+
+            def make() -> Assistant:
+                if not template:
+                    template.append(build_responder(cfg, registry, publish=publish, backend=serial))
+                return template[0].sibling()
+
             self.conversations = Conversations(
-                lambda: build_responder(cfg, registry, publish=publish, backend=serial),
-                keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s, home=self.responder,
-            )  # fmt: skip
+                make, keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s, home=self.responder
+            )
 
     async def start_mcp(self, task_group: asyncio.TaskGroup | None = None, *, wait: bool = False) -> None:
         """Start the MCP servers in the background (in ``task_group``: the daemon's), or for

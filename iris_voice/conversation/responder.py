@@ -111,6 +111,15 @@ class Assistant:
         """Warm the prompt cache with the conversation as it is now (``PromptWarmer``)."""
         self.warmer.idle()
 
+    def sibling(self) -> Assistant:
+        """A new, empty conversation over the same producers (fast path, tool loop, boost):
+        another origin's conversation costs its history, not another set of compiled
+        templates and rendered tools (building those takes ~50 ms)."""
+        return Assistant(
+            self.chat, Conversation(self.conversation.bounds), fast=self.fast, boost=self.boost,
+            publish=self._publish, warm_cache=self.warmer.enabled,
+        )  # fmt: skip
+
 
 def build_responder(
     cfg: Config,

@@ -151,11 +151,12 @@ class SatellitePart:
         """Speech-model steps (a transcription, one sentence's synthesis) running at once
         across satellites (``satellite.hub_speech_jobs``; None: no bound)."""
         if conversations is None:  # a hub of its own (tests): its conversations over ``backend``
-            serial = SerialBackend(backend or OllamaBackend(cfg.llm))
+            template = build_responder(
+                cfg, registry, publish, SerialBackend(backend or OllamaBackend(cfg.llm))
+            )
             conversations = Conversations(
-                lambda: build_responder(cfg, registry, publish, serial),
-                keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s,
-            )  # fmt: skip
+                template.sibling, keep=cfg.conversations.keep, idle_s=cfg.conversations.idle_s
+            )
         self.conversations = conversations
         """Every conversation of IRIS, by origin; the satellites' are ``satellite:NAME``."""
         self.listener = listener

@@ -245,7 +245,8 @@ class HandlePart:
         await conn.write_event(Handled(text=reply).event())
         if stream and said:
             await conn.write_event(HandledStop().event())
-        self.conversations.idle(origin)
+        if origin != wyoming_origin(None, conn.peer):  # a connection's own ends with it: not worth warming
+            self.conversations.idle(origin)
         return True
 
     async def closed(self, conn: Connection) -> None:

@@ -176,6 +176,11 @@ async def test_a_home_assistant_client_and_the_microphone_never_see_each_others_
     finally:
         await service.stop()
         await app.close()
+    # another origin's conversation shares the compiled producers: only its history is its own
+    a, b = app.conversations.get("wyoming:a"), app.conversations.get("wyoming:b")
+    assert a.fast is b.fast and a.chat is b.chat and a.conversation is not b.conversation
+    app.conversations.forget("wyoming:a")
+    app.conversations.forget("wyoming:b")
     # the connections without an id took their conversations with them
     assert [c["origin"] for c in app.conversations.listed()] == [DESKTOP, "wyoming:01JHAROOM"]
     for request in backend.requests:
