@@ -20,7 +20,7 @@ from typing import Any
 from iris_voice.app.assembly import Engines
 from iris_voice.app.control import Handler
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.status import dialed, status
+from iris_voice.app.status import dialed, loop_lag, status
 from iris_voice.config import Config
 from iris_voice.conversation.origins import DESKTOP, Conversations, satellite_origin
 from iris_voice.errors import Code, IrisError, LlmError, ToolError
@@ -218,12 +218,8 @@ class ControlCommands:
             probe = {"server_version": None}
         snap = self.snapshot()
         snap["llm"].update(probe)
-        window = req.get("lag_window_s")
-        if window is not None:
-            if not isinstance(window, int | float) or isinstance(window, bool) or not 0 < window <= 60:
-                raise IrisError(Code.BAD_REQUEST, "lag_window_s must be a number of seconds in (0, 60]")
-            if self.looplag is not None:
-                snap["loop_lag_ms"] = self.looplag.snapshot(window_s=float(window))
+        if self.looplag is not None:
+            snap["loop_lag_ms"] = loop_lag(self.looplag, req)
         return snap
 
     async def listen(self, _req: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from iris_voice.app.checks import bind_error
 from iris_voice.app.commands import LlmHealth, forget_command, timers_command
 from iris_voice.app.looplag import LoopLagMonitor
 from iris_voice.app.runtime import prepare_serve
-from iris_voice.app.status import dialed, status
+from iris_voice.app.status import dialed, loop_lag, status
 from iris_voice.config import Config
 from iris_voice.conversation.origins import DESKTOP
 from iris_voice.conversation.trace import TurnTrace
@@ -121,7 +121,7 @@ class Hub(runner.Runs):
     async def _ping(self, _req: dict[str, Any]) -> dict[str, Any]:
         return {"pid": os.getpid()}
 
-    async def _status(self, _req: dict[str, Any]) -> dict[str, Any]:
+    async def _status(self, req: dict[str, Any]) -> dict[str, Any]:
         try:
             version = await asyncio.wait_for(self.app.backend.version(), self.cfg.llm.connect_timeout_s + 1)
             self.health.reachable, self.health.error = True, ""
@@ -146,7 +146,7 @@ class Hub(runner.Runs):
                 "server_version": version,
             },
             timers={"next_due": self.app.timers.next_due, "unannounced": list(self.router.unannounced)},
-            loop_lag_ms=self.looplag.snapshot(),
+            loop_lag_ms=loop_lag(self.looplag, req),
             serve=self.service.snapshot(),
             conversations=self.app.conversations.listed(),
             hub=dialed(self.dialers),

@@ -17,7 +17,7 @@ from iris_voice.app import runner
 from iris_voice.app.assembly import Engines, build_devices, build_engines, build_listener
 from iris_voice.app.echo_setup import close_devices, echo_canceller, start_echo_cancel
 from iris_voice.app.looplag import LoopLagMonitor
-from iris_voice.app.status import status
+from iris_voice.app.status import loop_lag, status
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.errors import ConfigError
@@ -107,7 +107,7 @@ class SatelliteMode(runner.Runs):
 
         return {"pid": os.getpid()}
 
-    async def _status(self, _req: dict[str, Any]) -> dict[str, Any]:
+    async def _status(self, req: dict[str, Any]) -> dict[str, Any]:
         c, engines = self.client, self.engines
         return status(
             "satellite",
@@ -122,7 +122,7 @@ class SatelliteMode(runner.Runs):
             },
             alarm_ringing=f"timer {c.alarm.timer_id}" if c.alarm.ringing else None,
             turn_count=c.turns,
-            loop_lag_ms=self.looplag.snapshot(),
+            loop_lag_ms=loop_lag(self.looplag, req),
             hub={
                 "where": self.where,
                 "connected": c.connected.is_set(),

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from iris_voice import __version__
+from iris_voice.errors import Code, IrisError
 
 FIELDS: dict[str, str] = {
     "mode": "desktop, serve or satellite",
@@ -55,6 +56,17 @@ def status(mode: str, started: float, **fields: Any) -> dict[str, Any]:
         "uptime_s": round(time.time() - started, 1),
     }
     return {key: base[key] if key in base else fields.get(key) for key in FIELDS}
+
+
+def loop_lag(monitor: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """``loop_lag_ms`` of a ``LoopLagMonitor``; a request's ``lag_window_s`` (0 < s ≤ 60)
+    adds the lag of the last s seconds (``window``)."""
+    window = req.get("lag_window_s")
+    if window is None:
+        return monitor.snapshot()
+    if not isinstance(window, int | float) or isinstance(window, bool) or not 0 < window <= 60:
+        raise IrisError(Code.BAD_REQUEST, "lag_window_s must be a number of seconds in (0, 60]")
+    return monitor.snapshot(window_s=float(window))
 
 
 def dialed(dialers: list[Any]) -> list[dict[str, Any]] | None:
