@@ -294,7 +294,7 @@ def report(rows: list[Row]) -> None:
     sources = sorted({r.lag_source for r in rows})
     print(f"\nLoop lag from: {', '.join(sources)}", end="")
     if sources == ["outside ping"]:
-        print(" (the hub's status has no loop_lag_ms, an older IRIS: control-socket ping round trip every 20 ms)", end="")
+        print(" (the hub's status has no loop_lag_ms: a control-socket ping every 20 ms)", end="")
     print(f".\nGoals: lag p99 ≤ {GOAL_LAG_P99_MS:.0f} ms, RSS growth ≤ {GOAL_RSS_MB:.0f} MB (peak), "
           f"every good client handled within {GOAL_WITHIN_S} s.\n")  # fmt: skip
     print("| class | lag p99 ms | lag max ms | RSS +MB (peak) | good p50 ms | good max ms | good clients | "
