@@ -76,7 +76,7 @@ def _pick(rows: list[dict], key: str, group: str = "all", first: int = 1) -> lis
 
 
 def _pp(values: list[float]) -> str:
-    return f"{percentile(values, 50)!s:>7} / {percentile(values, 95)!s:>7}" if values else f"{'-':>17}"
+    return f"{percentile(values, 50, 1)!s:>7} / {percentile(values, 95, 1)!s:>7}" if values else f"{'-':>17}"
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -110,7 +110,7 @@ def report(results: list[dict[str, Any]], naive: list[dict[str, Any]]) -> dict[s
         tok = tokens(rows)
         eot = _pick(rows, "end_of_turn_ms")
         tr = percentile(_pick(rows, "transcript_ms"), 50)
-        figures[name] = {"tokens": tok, "end_of_turn": (percentile(eot, 50), percentile(eot, 95)),
+        figures[name] = {"tokens": tok, "end_of_turn": (percentile(eot, 50, 1), percentile(eot, 95, 1)),
                          "transcript_p50": tr}  # fmt: skip
         print(f"  {name:14} {tok['model_turns']:>11} {tok['evaluated_p50']!s:>8} {tok['evaluated_sum']:>8} "
               f"{tok['ratio_p50']!s:>12} {tok['ratio_max']!s:>6}   {_pp(eot):>21} {tr!s:>14}")  # fmt: skip
