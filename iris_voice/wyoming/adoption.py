@@ -15,14 +15,13 @@ machines can reach with neither.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlparse
 
 from wyoming.error import Error
-from wyoming.event import Event, async_write_event
+from wyoming.event import Event
 from wyoming.info import Describe, Info, Satellite
 from wyoming.ping import Ping, Pong
 from wyoming.satellite import RunSatellite
@@ -31,42 +30,16 @@ from iris_voice import __version__
 from iris_voice.config import Config
 from iris_voice.wyoming.info import IRIS
 from iris_voice.wyoming.trust import AUTH_OK_TYPE, AUTH_TYPE, peer_allowed
-from iris_voice.wyoming.wire import MAX_LINE, ProtocolViolation, printable, read_event
+from iris_voice.wyoming.wire import MAX_LINE, EventLink, printable
 
 log = logging.getLogger(__name__)
 
 ADOPT_TIMEOUT_S = 30.0
 """How long a connection may take to send ``run-satellite`` (after ``describe``, a token)."""
-WRITE_TIMEOUT_S = 10.0
 
 
-class HubLink:
-    """A hub's connection to this satellite, with ``AsyncTcpClient``'s interface."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "local"
-        self.host: str | None = peer[0] if isinstance(peer, tuple) else None
-        self._lock = asyncio.Lock()
-
-    async def write_event(self, event: Event) -> None:
-        """Send one event (serialized; a hub that stops reading times out)."""
-        async with self._lock, asyncio.timeout(WRITE_TIMEOUT_S):
-            await async_write_event(event, self.writer)
-
-    async def read_event(self) -> Event | None:
-        """The next event, bounded; None at the end."""
-        try:
-            return await read_event(self.reader)
-        except ProtocolViolation as exc:
-            raise ConnectionError(f"the hub sent a bad event: {exc}") from None
-
-    async def disconnect(self) -> None:
-        """Close the link."""
-        self.writer.close()
-        with contextlib.suppress(Exception):
-            await self.writer.wait_closed()
+HubLink = EventLink
+"""A hub's connection to this satellite."""
 
 
 def satellite_info(cfg: Config, name: str) -> Info:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlparse
 
-from wyoming.event import Event, async_write_event
+from wyoming.event import Event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 from wyoming.satellite import RunSatellite
@@ -30,14 +30,13 @@ from iris_voice.config import SatelliteConfig
 from iris_voice.wyoming.hub import SatellitePart
 from iris_voice.wyoming.part import Connection
 from iris_voice.wyoming.trust import AUTH_TYPE
-from iris_voice.wyoming.wire import ProtocolViolation, printable, read_event
+from iris_voice.wyoming.wire import MAX_LINE, EventLink, ProtocolViolation, printable
 
 log = logging.getLogger(__name__)
 
 PING_EVERY_S = 10.0
 SILENT_S = 35.0
 """A satellite that sent nothing (no pong either) for this long is gone."""
-WRITE_TIMEOUT_S = 10.0
 
 
 class SatelliteGone(ConnectionError):
@@ -92,14 +91,10 @@ class SatelliteDialer:
 
     async def _link(self) -> None:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), self.connect_timeout_s
+            asyncio.open_connection(self.host, self.port, limit=MAX_LINE), self.connect_timeout_s
         )
-        lock = asyncio.Lock()
-
-        async def write(event: Event) -> None:
-            async with lock, asyncio.timeout(WRITE_TIMEOUT_S):
-                await async_write_event(event, writer)
-
+        link = EventLink(reader, writer)
+        write = link.write_event
         conn = Connection(f"{self.host}:{self.port}", write, {})
         attached = False
         try:
@@ -107,7 +102,7 @@ class SatelliteDialer:
                 await write(Event(AUTH_TYPE, {"token": self.token}))
             await write(Describe().event())
             async with asyncio.timeout(self.connect_timeout_s):
-                while (event := await read_event(reader)) is not None and not Info.is_type(event.type):
+                while (event := await link.read_event()) is not None and not Info.is_type(event.type):
                     if event.type == "error":
                         raise SatelliteGone(
                             f"it refused the hub: {printable((event.data or {}).get('text'))}"
@@ -123,16 +118,14 @@ class SatelliteDialer:
             self.links += 1
             self.connected.set()
             log.debug("satellite %s linked (%s)", self.name, self.uri)
-            await self._serve(reader, conn)
+            await self._serve(link, conn)
         finally:
             self.connected.clear()
             if attached:
                 await self.part.closed(conn)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await link.disconnect()
 
-    async def _serve(self, reader: asyncio.StreamReader, conn: Connection) -> None:
+    async def _serve(self, link: EventLink, conn: Connection) -> None:
         async def ping() -> None:
             with contextlib.suppress(OSError, TimeoutError):  # a dead link: the read ends it
                 while True:
@@ -144,7 +137,7 @@ class SatelliteDialer:
             while True:
                 try:
                     async with asyncio.timeout(SILENT_S):
-                        event = await read_event(reader)
+                        event = await link.read_event()
                 except TimeoutError:
                     raise SatelliteGone(f"silent for {SILENT_S:.0f} s") from None
                 if event is None:

@@ -41,7 +41,7 @@ def timer_event(event: TimerChanged) -> Any:
     return TimerUpdated(id=tid, is_active=event.running, total_seconds=left).event()
 
 
-class Hub(Protocol):
+class TimerHost(Protocol):
     """What ``SatelliteTimers`` needs of the ``SatellitePart``."""
 
     connected: Mapping[str, Any]
@@ -58,7 +58,7 @@ class Hub(Protocol):
 class SatelliteTimers:
     """What the ``SatellitePart`` does with timers (see the module notes)."""
 
-    def __init__(self, part: Hub) -> None:
+    def __init__(self, part: TimerHost) -> None:
         self.part = part
 
     def hold(self, row: Any, now: float) -> float | None:

@@ -4,6 +4,8 @@
 block and a payload each have a largest size, and every value a client controls is
 checked for its type before it is used, so a malformed event is a ``ProtocolViolation``
 (an ``error`` to the client) and never an exception the handler did not expect.
+``EventLink`` is one connection both ways: bounded reads and serialized writes with a deadline
+(the hub's link to a satellite it dialled, a satellite's link to the hub that adopted it).
 ``printable`` is what any client-chosen string (an event type, a satellite name) goes
 through before it reaches the log: one line, bounded, control characters escaped.
 """
@@ -11,8 +13,9 @@ through before it reaches the log: one line, bounded, control characters escaped
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 
 from iris_voice.safejson import loads_object
 
@@ -26,6 +29,8 @@ MAX_TYPE_CHARS = 64
 """Longest event type (Wyoming's longest is ``synthesize-start``-like, under 32)."""
 LOG_CHARS = 64
 """Longest client-chosen string written to the log."""
+WRITE_TIMEOUT_S = 10.0
+"""How long one event may take to send: a peer that stopped reading is gone."""
 
 
 class ProtocolViolation(Exception):
@@ -81,3 +86,34 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         data = {**data, **more}
     payload = await reader.readexactly(payload_length) if payload_length else None
     return Event(type=kind, data=data, payload=payload)
+
+
+class EventLink:
+    """One Wyoming connection, with ``AsyncTcpClient``'s interface: ``read_event`` within
+    the bounds above (a malformed event is a ``ConnectionError``), ``write_event``
+    serialized and within ``WRITE_TIMEOUT_S``, ``disconnect``."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "local"
+        self.host: str | None = peer[0] if isinstance(peer, tuple) else None
+        self._lock = asyncio.Lock()
+
+    async def write_event(self, event: Event) -> None:
+        """Send one event (writes from several tasks go one at a time)."""
+        async with self._lock, asyncio.timeout(WRITE_TIMEOUT_S):
+            await async_write_event(event, self.writer)
+
+    async def read_event(self) -> Event | None:
+        """The next event, bounded; None at the end."""
+        try:
+            return await read_event(self.reader)
+        except ProtocolViolation as exc:
+            raise ConnectionError(f"a bad event: {exc}") from None
+
+    async def disconnect(self) -> None:
+        """Close the connection."""
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()

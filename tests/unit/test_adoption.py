@@ -48,24 +48,25 @@ class Satellite:
             await self.task
 
 
-async def _ask(port: int, *events: Event) -> list[Event]:
-    """Send ``events`` on a new connection; what came back before it closed (or went quiet)."""
+async def _ask(port: int, *events: Event, until: str = "") -> list[Event]:
+    """Send ``events`` on a new connection; what came back until the satellite closed it or
+    sent an event of type ``until`` (a generous deadline: only "never" fails)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     for event in events:
         await async_write_event(event, writer)
     got: list[Event] = []
-    try:
-        while (event := await asyncio.wait_for(async_read_event(reader), 2.0)) is not None:
+    async with asyncio.timeout(60):
+        while (event := await async_read_event(reader)) is not None:
             got.append(event)
-    except TimeoutError:
-        pass
+            if event.type == until:
+                break
     writer.close()
     return got
 
 
 async def test_a_listening_satellite_describes_itself_as_a_satellite():
     async with Satellite() as sat:
-        (info,) = await _ask(sat.port, Describe().event())
+        (info,) = await _ask(sat.port, Describe().event(), until="info")
     described = Info.from_event(info).satellite
     assert described is not None and described.name == "kitchen" and described.has_vad
     assert satellite_name(Info.from_event(info), "fallback") == "kitchen"
@@ -77,7 +78,9 @@ async def test_with_a_token_only_a_hub_that_sends_it_adopts_the_satellite():
         wrong = await _ask(sat.port, Event(AUTH_TYPE, {"token": "x" * 20}), RunSatellite().event())
         assert [e.data["code"] for e in refused + wrong] == ["unauthorized", "unauthorized"]
         assert sat.links == []
-        right = await _ask(sat.port, Event(AUTH_TYPE, {"token": TOKEN}), RunSatellite().event())
+        right = await _ask(
+            sat.port, Event(AUTH_TYPE, {"token": TOKEN}), RunSatellite().event(), until="iris-auth-ok"
+        )
         assert [e.type for e in right] == ["iris-auth-ok"]
         await until(lambda: len(sat.links) == 1, "adopted with the token")
 
