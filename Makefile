@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -85,6 +85,12 @@ demo: setup
 bench: setup
 	$(BIN)/python -m tools.bench.intents
 	$(BIN)/python -m tools.bench.tool_calls
+
+# What IRIS says to requests it cannot serve (devices, calls, purchases, movement, messages):
+# side effects, call syntax, claimed actions, replies cut mid-sentence, timer questions nobody
+# asked for, echoes; `make bench-honest HALVES=dev` while tuning, MCP=1 adds the six servers.
+bench-honest: setup
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.honest $(if $(HALVES),--halves $(HALVES)) $(if $(MCP),--mcp)
 
 # Tool retrieval: eager built-in (baseline), eager everything, lazy meta-tools and retrieval over six
 # real MCP servers; accuracy on the dev and held-out halves, out-of-scope requests, tokens, recall@k,

@@ -27,6 +27,7 @@ from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
+from iris_voice.conversation.honest import ClaimGuard
 from iris_voice.conversation.toolpick import ToolPicker
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
@@ -197,19 +198,27 @@ class ChatLoop:
         held back), its text and calls into ``rnd``."""
         turn.trace.rounds += 1
         clause = 0 if loop.said else self.first_clause_words  # only the turn's first piece
+        # A claim of an action waits for the round's end: a call follows it, or it was untrue.
+        acted = any(c["ok"] and not self.registry.read_only(c["name"]) for c in turn.trace.tool_calls)
+        guard = ClaimGuard(turn.text, active=not acted)
         async for sentence, content, calls in self._one_round(
             turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause
         ):
             if sentence is not None and (sentence := clean_sentence(sentence)):
                 if unspeakable(sentence, loop.names):
                     log.info("not spoken (call syntax or a tool name): %r", sentence)
-                    loop.dropped = True
+                    loop.dropped = loop.cut = True
                     continue
-                rnd.said += 1
-                loop.said += 1
-                yield sentence
+                for said in guard.feed(sentence):
+                    yield loop.spoke(rnd, said)
             rnd.content += content
             rnd.structured.extend(calls)
+        called = any(self.registry.get(n) is not None for n, _ in rnd.calls())
+        for said in guard.settle(called):
+            yield loop.spoke(rnd, said)
+        if guard.refused:
+            log.info("not spoken (claims an action no tool performed): %r", guard.refused)
+            turn.trace.extra["claimed"] = guard.refused
 
     def _retry_without_tools(self, turn: Turn, loop: _Loop, rnd: _Round) -> bool:
         """Small-model repair: every call failed and the model fell silent — it reached for a
@@ -225,7 +234,14 @@ class ChatLoop:
     @staticmethod
     def _closing_words(trace: TurnTrace, loop: _Loop) -> str | None:
         """Small-model repair: the words a silent turn ends with — ``CANNOT`` when only call
-        syntax was written (for no tool IRIS has), the last tool result when tools ran."""
+        syntax was written (for no tool IRIS has), the last tool result when tools ran. A
+        turn whose last words were withheld as call syntax gets a closing sentence too (the
+        clause spoken before them may end mid-sentence: "To have a medium Americano,")."""
+        if loop.said and loop.cut:
+            if not any(c["ok"] for c in trace.tool_calls):
+                return CANNOT
+            # After a tool's answer only a sentence left unfinished needs its end.
+            return None if loop.last.endswith((".", "!", "?")) else last_words(trace, loop.names)
         if loop.said:
             return None
         if loop.dropped and not trace.tool_calls:
@@ -342,8 +358,20 @@ class _Loop:
     """Each call made, with its arguments."""
     dropped: bool = False
     """A sentence was withheld as call syntax."""
+    cut: bool = False
+    """The last sentence the model wrote was withheld (nothing spoken since)."""
     said: int = 0
     """Sentences spoken in the turn."""
+    last: str = ""
+    """The last sentence spoken."""
+
+    def spoke(self, rnd: _Round, sentence: str) -> str:
+        """Count ``sentence`` as spoken (in the turn and in ``rnd``); returns it."""
+        rnd.said += 1
+        self.said += 1
+        self.cut = False
+        self.last = sentence
+        return sentence
 
     @property
     def tools_allowed(self) -> bool:

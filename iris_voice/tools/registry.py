@@ -118,6 +118,10 @@ class Tool:
     grounded: GroundingCheck | None = None
     """For a tool with side effects: checks a call against the user's words before it runs
     (see ``GroundingCheck``); None runs every valid call."""
+    asks: str = ""
+    """Regex alternation of words that make a request about what this tool does ("timer"):
+    only then is a refused call's question asked ("How long should the timer run?"), never
+    for words that merely could be ("twenty one degrees"); empty: ``words``."""
 
     @property
     def name(self) -> str:
@@ -135,6 +139,7 @@ def tool_from_function(
     intents: Mapping[str, Any] | None = None,
     read_only: bool = False,
     grounded: GroundingCheck | None = None,
+    asks: str = "",
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -149,6 +154,7 @@ def tool_from_function(
         intents=dict(intents or {}),
         read_only=read_only,
         grounded=grounded,
+        asks=asks,
     )
 
 
@@ -348,7 +354,10 @@ class ToolRegistry:
 def refusal(tool: Tool, request: str, ask: str) -> str:
     """What to say for a refused call: the tool's question when the user's words are about
     what the tool does ("set a timer" → "How long should the timer run?"), else ``CANNOT``
-    ("turn on the lamp" never asked for a timer)."""
-    if any(re.search(rf"\b(?:{w})\b", request, re.IGNORECASE) for w in tool.words):
+    ("turn on the lamp" never asked for a timer, "heating up to twenty one degrees" neither)."""
+    if any(
+        re.search(rf"\b(?:{w})\b", request, re.IGNORECASE)
+        for w in ((tool.asks,) if tool.asks else tool.words)
+    ):
         return ask
     return CANNOT

@@ -49,7 +49,11 @@ def test_moments_said_are_found_and_bare_numbers_are_not_moments():
         ("Hi ESP, turn off dining room.", "cancel_timer", {"which": "all"}, CANNOT),
         ("Turn off the dining room.", "cancel_timer", {"which": "dining room"}, CANNOT),
         ("Make the lamp brighter.", "adjust_timer", {"duration": "2 minutes", "which": "pasta"}, CANNOT),
-        ("Pause the music.", "pause_timer", {"which": "music"}, "Which timer do you mean?"),
+        ("Pause the music.", "pause_timer", {"which": "music"}, CANNOT),
+        ("Pause the pasta alarm.", "pause_timer", {"which": "tea"}, "Which timer do you mean?"),
+        ("Turn the heating up to twenty one degrees.", "set_timer", {"duration": "21 minutes"}, CANNOT),
+        ("Book a table for two tonight.", "set_timer", {"duration": "2 hours", "label": "table"}, CANNOT),
+        ("Book a table for two tonight.", "set_reminder", {"when": "8 pm", "message": "table"}, CANNOT),
     ],
 )
 async def test_a_call_the_words_do_not_ask_for_is_refused_and_nothing_changes(request_, name, args, said):
@@ -114,7 +118,8 @@ async def test_call_syntax_and_tool_names_are_never_spoken(reply):
     trace = await ask(chat_assistant(backend, builtin_registry()), "Open the garage door.")
     assert not unspeakable(trace.reply, []), trace.reply
     assert "{" not in trace.reply and "_" not in trace.reply
-    assert trace.reply in (CANNOT, "Sure.", FALLBACK_REPLY)
+    # What was withheld gets its closing sentence: the reply never stops at "Sure."
+    assert trace.reply in (CANNOT, f"Sure. {CANNOT}", FALLBACK_REPLY)
 
 
 async def test_a_call_to_a_tool_nobody_has_ends_the_turn_with_cannot():

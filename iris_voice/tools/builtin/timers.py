@@ -188,6 +188,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             f,
             direct_return=True,
             words=WORDS,
+            asks=ASKS,
             intents=_intents_of(f.__name__),
             grounded=checks.get(f.__name__),
             read_only=f is list_timers,
@@ -202,6 +203,9 @@ WORDS = (
     NUMBER_WORDS,
 )
 """Words that suggest a timer or reminder (boost's "may need a tool" check)."""
+ASKS = r"timers?|alarms?|remind\w*|countdowns?|minutes?|seconds?|hours?"
+"""Words that make a request about timers: only then does a refused call ask about one
+(a number alone, "a table for two", "pause the music", never does)."""
 MAX_NAME_WORDS = 3
 MAX_MESSAGE_WORDS = 15
 _ARTICLES = re.compile(r"^(?:the|my|a|an|our)\b\s*", re.IGNORECASE)

@@ -1,0 +1,153 @@
+"""Honest words: a reply never claims an action no tool performed.
+
+A small model answers requests IRIS cannot serve as if it could: "Open the garage door."
+→ "Iris will open the garage door.", "Play some jazz in the kitchen." → "I can play some
+jazz in the kitchen.", "Unlock the back door." echoed back as the answer. No tool ran, so
+every one of those is untrue. ``ClaimGuard`` holds back a sentence that claims an action
+on the world (IRIS doing, having done or being able to do something only a device, a phone
+or a shop could) or repeats the request, together with whatever follows it in the same
+model round:
+
+- the round goes on to call a tool: the held sentences were an announcement ("I'll set a
+  timer.") and are spoken, then the call runs;
+- the round ends without a call: they were untrue and ``CANNOT`` is said instead.
+
+Sentences that claim nothing are spoken at once, so ordinary answers lose no time. Once a
+tool has acted in a turn, the guard stands aside: the model is speaking about a result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from iris_voice.tools.registry import CANNOT
+
+# Verbs that act on the world beyond IRIS's tools: devices, media, calls and messages,
+# shops and bookings, movement. Verbs IRIS's own tools use ("set", "start", "add") are not
+# here: "I can set timers" is true.
+_VERBS = (
+    "open close shut lock unlock turn switch dim brighten raise lower increase decrease "
+    "play stream call phone dial text message send email e-mail post tweet book reserve order "
+    "buy purchase pay transfer deliver brew cook bake move drive walk navigate fly steer "
+    "water vacuum clean feed arm disarm heat cool warm activate deactivate"
+).split()
+_IRREGULAR = {"shut": ["shut"], "send": ["sent"], "buy": ["bought"], "pay": ["paid"],
+              "drive": ["drove", "driven"], "fly": ["flew", "flown", "flies"]}  # fmt: skip
+
+
+def _forms(verb: str) -> list[str]:
+    """``verb``'s forms as a reply writes them: open, opens, opened, opening."""
+    stem = verb[:-1] if verb.endswith("e") else verb
+    double = verb + verb[-1] if re.fullmatch(r"[^aeiou]*[aeiou][bdglmnpt]", verb) else verb
+    forms = {verb, verb + "s", verb + "es", stem + "ed", stem + "ing", double + "ed", double + "ing"}
+    return sorted(forms | set(_IRREGULAR.get(verb, [])), key=len, reverse=True)
+
+
+_ACT = (
+    "(?:"
+    + "|".join(f for v in _VERBS for f in _forms(v))
+    + r"|go(?:ing)?\s+(?:forward|back|backwards|left|right|straight|home))"
+)
+_ACTING = "(?:" + "|".join(f for v in _VERBS for f in _forms(v) if f.endswith("ing")) + ")"
+_FIRST_PERSON = (
+    r"(?:i|iris|we)(?:\s+(?:will|shall|can|could|am|have|just|now|already|would)|'(?:ll|m|ve|d))"
+    r"(?:\s+(?:going to|about to|now|just|go ahead and|also))*"
+)
+_CLAIM = re.compile(rf"\b{_FIRST_PERSON}\s+(?:be\s+)?{_ACT}\b", re.IGNORECASE)
+"""IRIS says it does, did, will or can do something on the world."""
+_GERUND = re.compile(
+    r"^(?:(?:ok(?:ay)?|sure|alright|all right|certainly|of course|right away|done)[,.!]?\s+)?"
+    rf"{_ACTING}\b",
+    re.IGNORECASE,
+)
+"""A reply that starts doing it: "Sure, turning the heating up."."""
+_FINITE = re.compile(
+    r"\b(?:is|are|was|were|takes?|can|will|requires?|helps?|means|has|have|makes?|should|needs?)\b",
+    re.IGNORECASE,
+)
+"""A sentence with one of these is about the activity ("Cooking pasta takes ten minutes.")."""
+_STATE = re.compile(
+    r"\b(?:(?:is|are) now|(?:has|have) (?:now )?been)\s+"
+    r"(?:open(?:ed)?|closed|shut|locked|unlocked|on|off|playing|calling|ordered|booked|sent|"
+    r"turned (?:on|off|up|down)|switched (?:on|off))\b"
+    r"|\b(?:is|are) (?:now )?on (?:its|their|the) way\b",
+    re.IGNORECASE,
+)
+"""A claim that the world changed: "The garage door is now open."."""
+_NEGATED = re.compile(r"\b(?:not|n't|cannot|unable|never|no way|sorry)\b", re.IGNORECASE)
+_WORDS = re.compile(r"[a-z0-9']+")
+_SMALL = set(
+    "a an the my your our to for in on of at with and or please now i i'll i'm i've iris will "
+    "can could would you me it this that some up down off sure okay ok right away".split()
+)
+"""Words that add nothing of their own to an echo."""
+_ORDER = re.compile(
+    r"^\W*(?:(?:hey|ok|okay|please|iris|jarvis|can you|could you|would you|will you)\W+)*"
+    rf"(?:{'|'.join(_VERBS)}|set|start|make|put|get|add|go|book)\b",
+    re.IGNORECASE,
+)
+"""A request for an action: it opens with its verb."""
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text.lower())
+
+
+def echoes(sentence: str, request: str) -> bool:
+    """True when ``sentence`` repeats a request for an action as its answer ("Unlock the
+    back door." → "Unlock the back door."): the request opens with a verb of action, and the
+    sentence brings no word of its own beyond small ones while covering most of it."""
+    asked = [w for w in _words(request) if w not in _SMALL]
+    if not asked or not _ORDER.match(request):
+        return False
+    said = [w for w in _words(sentence) if w not in _SMALL]
+    return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))
+
+
+def claims(sentence: str, request: str = "") -> bool:
+    """True when ``sentence`` claims an action no tool of the turn performed: IRIS doing,
+    having done or able to do something on the world, the world changed, or the request
+    itself repeated as the answer. A refusal ("I can't open doors") claims nothing."""
+    text = " ".join(sentence.replace("’", "'").split())
+    if _NEGATED.search(text):
+        return False
+    if _CLAIM.search(text) or _STATE.search(text):
+        return True
+    if _GERUND.search(text) and not _FINITE.search(text):
+        return True
+    return bool(request) and echoes(text, request)
+
+
+@dataclass
+class ClaimGuard:
+    """One model round's sentences, with those from the first claim on held back.
+
+    ``feed`` returns what may be spoken now; ``settle`` what to say when the round ends
+    (the held sentences when the round calls a tool, ``CANNOT`` when it does not).
+    """
+
+    request: str
+    """The user's words (for ``echoes``)."""
+    active: bool = True
+    """False once a tool has acted in the turn: the model speaks about its result."""
+    held: list[str] = field(default_factory=list)
+    """Sentences held back since the first claim."""
+    refused: list[str] = field(default_factory=list)
+    """The sentences replaced by ``CANNOT`` (for the log and the trace)."""
+
+    def feed(self, sentence: str) -> list[str]:
+        """The sentences that may be spoken now (none while a claim is held)."""
+        if self.active and (self.held or claims(sentence, self.request)):
+            self.held.append(sentence)
+            return []
+        return [sentence]
+
+    def settle(self, called: bool) -> list[str]:
+        """At the round's end: the held sentences if the round called a tool, else ``CANNOT``
+        instead of them (nothing when nothing was held)."""
+        held, self.held = self.held, []
+        if not held or called:
+            return held
+        self.refused = held
+        return [CANNOT]

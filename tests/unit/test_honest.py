@@ -1,0 +1,150 @@
+"""Honest words: no reply claims an action no tool performed, none ends mid-sentence."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from iris_voice.config import LlmConfig
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.honest import ClaimGuard, claims
+from iris_voice.conversation.responder import Assistant, ask
+from iris_voice.llm.client import ChatChunk
+from iris_voice.tools.registry import CANNOT
+from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
+
+
+@pytest.mark.parametrize(
+    ("reply", "request_"),
+    [
+        # What a 1.5B model said to requests IRIS cannot serve (the out-of-scope sets).
+        ("Iris will open the garage door.", "Open the garage door."),
+        ("I will move forward ten meters.", "Go forward ten meters."),
+        ("I can play some jazz in the kitchen.", "Play some jazz in the kitchen."),
+        ("Unlock the back door.", "Unlock the back door."),
+        ("I'll set the thermostat to 20 degrees.", "Set the thermostat to 20 degrees."),
+        ("Sure, turning the heating up to 21 degrees.", "Turn the heating up."),
+        ("Calling your sister now.", "Call my sister."),
+        ("I've locked the front door.", "Lock the front door."),
+        ("The garage door is now open.", "Open the garage door."),
+        ("Your pizza is on its way.", "Order a pizza."),
+        ("I'm going to send the email to your boss.", "Email my boss."),
+        ("Okay, I've just ordered a medium Americano.", "A medium Americano, please."),
+    ],
+)
+def test_replies_that_claim_an_action_are_claims(reply, request_):
+    assert claims(reply, request_)
+
+
+@pytest.mark.parametrize(
+    ("reply", "request_"),
+    [
+        ("The capital of Australia is Canberra.", "What is the capital of Australia?"),
+        ("A fun fact about koalas: they sleep up to 22 hours a day.", "Tell me a fun fact about koalas."),
+        ("I can set timers and reminders, tell the time and calculate.", "What can you do?"),
+        ("I can help with that.", "Can you help me?"),
+        ("Sorry, I can't do that.", "Open the garage door."),
+        ("I can't open doors, but I can set a timer.", "Open the garage door."),
+        ("Cooking pasta takes about ten minutes.", "How long does pasta take?"),
+        ("The store is open until nine.", "When does the store close?"),
+        ("It is 6:35 pm in Tokyo.", "What time is it in Tokyo?"),
+        ("Your pasta timer is set for 8 minutes.", "Set a pasta timer for eight minutes."),
+    ],
+)
+def test_answers_refusals_and_true_abilities_are_not_claims(reply, request_):
+    assert not claims(reply, request_)
+
+
+def test_the_guard_holds_from_the_first_claim_and_settles_by_whether_a_call_followed():
+    guard = ClaimGuard("Open the garage door.")
+    assert guard.feed("Sure.") == ["Sure."]
+    assert guard.feed("I will open the garage door.") == []
+    assert guard.feed("It will be open in a moment.") == []  # follows a claim: held too
+    assert guard.settle(called=False) == [CANNOT]
+    assert guard.refused == ["I will open the garage door.", "It will be open in a moment."]
+    guard = ClaimGuard("Set the thermostat to 20 degrees.")
+    assert guard.feed("I'll set the thermostat to 20 degrees.") == []
+    assert guard.settle(called=True) == ["I'll set the thermostat to 20 degrees."]
+    assert ClaimGuard("Open it.", active=False).feed("I opened it.") == ["I opened it."]
+
+
+@pytest.mark.parametrize(
+    ("request_", "reply"),
+    [
+        ("Open the garage door.", "Iris will open the garage door."),
+        ("Go forward ten meters.", "Okay. I will move forward ten meters. Anything else?"),
+        ("Unlock the back door.", "Unlock the back door."),
+        ("Play some jazz in the kitchen.", "I can play some jazz in the kitchen."),
+    ],
+)
+async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_kept_so_in_the_history(request_, reply):
+    registry = builtin_registry()
+    assistant = chat_assistant(ScriptedBackend(reply), registry)
+    trace = await ask(assistant, request_)
+    assert trace.reply in (CANNOT, f"Okay. {CANNOT}")
+    assert trace.extra["claimed"]
+    assert assistant.conversation.messages()[-1] == {"role": "assistant", "content": trace.reply}
+    assert (await registry.call("list_timers", {})).result == "No timers are running."
+
+
+async def test_an_announced_call_is_spoken_and_runs():
+    registry = builtin_registry()
+    said = "Set a tea timer for three minutes."
+    reply = (
+        "Sure, I'll set a tea timer for three minutes. "
+        '<tool_call>{"name": "set_timer", "arguments": {"duration": "3 minutes", "label": "tea"}}</tool_call>'
+    )
+    trace = await ask(chat_assistant(ScriptedBackend(reply), registry), said)
+    assert trace.reply.startswith("Sure, I'll set a tea timer for three minutes.")
+    assert "claimed" not in trace.extra
+    assert "tea" in (await registry.call("list_timers", {})).result
+
+
+async def test_a_clause_spoken_before_withheld_call_syntax_gets_a_closing_sentence():
+    # "To have a medium double shot Americano," was spoken as the reply's first clause;
+    # the rest named a tool and was withheld: the turn does not stop mid-sentence.
+    reply = (
+        "To have a medium double shot Americano, you can call the set_timer function"
+        " with the duration of the brewing."
+    )
+    chat = ChatLoop(ScriptedBackend(reply), builtin_registry(), LlmConfig(), first_clause_words=4)
+    trace = await ask(Assistant(chat), "Can I have a medium double shot Americano?")
+    assert trace.reply == f"To have a medium double shot Americano, {CANNOT}"
+
+
+class _Gated:
+    """A backend that writes its first sentence, then waits for ``go`` before the rest."""
+
+    name = "gated"
+
+    def __init__(self, first: str, rest: str) -> None:
+        self.first, self.rest = first, rest
+        self.go = asyncio.Event()
+
+    async def stream(self, messages: Any, tools: Any, options: Any = None) -> AsyncIterator[ChatChunk]:
+        """One reply in two parts."""
+        yield ChatChunk(content=self.first)
+        await self.go.wait()
+        yield ChatChunk(content=self.rest)
+        yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
+
+
+@pytest.mark.parametrize(
+    ("first", "spoken_at_once"),
+    [("Canberra is the capital of Australia. It", True), ("I will open the garage door. It", False)],
+)
+async def test_only_a_claim_waits_for_the_round_to_end(first, spoken_at_once):
+    # The splitter knows a sentence ended when the next one starts ("It").
+    backend = _Gated(first, " is all.")
+    assistant = chat_assistant(backend, builtin_registry())
+    sentences = assistant.sentences("Open the garage door.")
+    got = asyncio.ensure_future(anext(sentences))
+    done, _ = await asyncio.wait({got}, timeout=5)
+    assert bool(done) == spoken_at_once
+    backend.go.set()
+    first_said = await asyncio.wait_for(got, 30)
+    assert first_said == (first.removesuffix(" It") if spoken_at_once else CANNOT)
+    await sentences.aclose()
