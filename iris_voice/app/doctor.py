@@ -100,6 +100,12 @@ async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
         results.append(
             (True, f"tool calling: text mode ({cfg.llm.text_format}); the model has no native tool support")
         )
+    if "thinking" in info.capabilities:
+        results.append(
+            (True, "thinking: off (llm.think = true makes every answer wait for the model's reasoning)")
+            if not cfg.llm.think
+            else (False, "thinking: on; every answer waits for the model's reasoning: set llm.think = false")
+        )
     if info.context_length and cfg.llm.num_ctx > info.context_length:
         results.append(
             (

@@ -17,6 +17,7 @@ import ollama
 
 from iris_voice.config import LlmConfig
 from iris_voice.errors import Code, LlmError
+from iris_voice.llm.thinking import ThinkSplitter
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,13 @@ class OllamaBackend:
             "messages": list(messages),
             "tools": list(tools) if tools else None,
             "stream": True,
-            "think": cfg.think if cfg.think else None,
+            # Said either way: a thinking model (Qwen3) left to its default reasons for
+            # seconds before its first word. Ollama refuses only ``true`` for other models.
+            "think": cfg.think,
             "options": {**self._options(), **(options or {})},
             "keep_alive": keep_alive_value(cfg.keep_alive),
         }
+        think = ThinkSplitter()  # reasoning some servers still write into the content
         try:
             parts = await self._first_part(request)
             async for part in parts:
@@ -145,9 +149,13 @@ class OllamaBackend:
                 calls = tuple(
                     (c.function.name, dict(c.function.arguments or {})) for c in (msg.tool_calls or [])
                 )
+                content, thinking = think.feed(msg.content or "")
+                if thinking:
+                    log.debug("thinking (not spoken): %r", thinking)
                 if part.done:
+                    tail, _ = think.flush()
                     yield ChatChunk(
-                        content=msg.content or "",
+                        content=content + tail,
                         tool_calls=calls,
                         done=True,
                         prompt_tokens=part.prompt_eval_count or 0,
@@ -156,7 +164,9 @@ class OllamaBackend:
                         eval_ms=(part.eval_duration or 0) / 1e6,
                     )
                 else:
-                    yield ChatChunk(content=msg.content or "", tool_calls=calls, thinking=msg.thinking or "")
+                    yield ChatChunk(
+                        content=content, tool_calls=calls, thinking=(msg.thinking or "") + thinking
+                    )
         except (LlmError, GeneratorExit):
             raise
         except Exception as exc:

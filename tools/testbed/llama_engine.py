@@ -30,6 +30,8 @@ class Job:
     options: proto.ChatOptions
     t_request: float
     """``perf_counter()`` when the request arrived: load and total durations count from here."""
+    think: bool | str | None = None
+    """The request's ``think`` (the scripted engine records it)."""
 
 
 class _TokenClock:

@@ -184,7 +184,7 @@ class OllamaApp:
             return JSONResponse(
                 replies.chat_final(req.model, {"done_reason": "unload" if req.keep_alive == 0 else "load"})
             )
-        job = Job(messages=req.messages, tools=req.tools, options=req.options, t_request=t0)
+        job = Job(messages=req.messages, tools=req.tools, options=req.options, t_request=t0, think=req.think)
         events = self._events(req, job)
         if req.stream:
             lines = (json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" async for o in events)
@@ -213,6 +213,10 @@ class OllamaApp:
                 elif kind == "error":
                     yield {"error": value}
                     return
+                elif kind == "wire":  # a recorded response object, sent as it was
+                    yield {**value, "model": req.model}
+                    if value.get("done"):
+                        return
                 else:  # "done"
                     rest, calls = tool_filter.finish()
                     if calls:

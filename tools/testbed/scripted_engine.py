@@ -5,8 +5,10 @@ The abuse benchmark needs a model that answers exactly what it is told — 2,000
 (HTTP, NDJSON, the server's ``<tool_call>`` filter). ``ScriptedEngine`` has the parts of
 ``llama_engine.Engine`` the server uses; its replies come from a queue that a client
 fills with ``POST /_script`` (``{"replies": [REPLY, …]}``). A reply is
-``{"text": "…", "chunk": 16}`` (streamed in ``chunk``-character pieces) or
-``{"error": "…"}``; with the queue empty the model says ``OK.``.
+``{"text": "…", "chunk": 16}`` (streamed in ``chunk``-character pieces), ``{"error": "…"}``
+or ``{"wire": [OBJECT, …]}``: a recorded Ollama stream (``/api/chat`` response objects,
+the last one ``done``), replayed as it is — thinking, tool calls and all — with only its
+``model`` set to the request's; with the queue empty the model says ``OK.``.
 
     python -m tools.testbed.ollama_server --scripted [--port 0]
 """
@@ -52,8 +54,8 @@ class ScriptedEngine:
     def script(self, items: list[dict[str, Any]]) -> int:
         """Queue ``items``; how many are queued now."""
         for item in items:
-            if not isinstance(item, dict) or not ({"text", "error"} & set(item)):
-                raise ValueError("a reply is {'text': …, 'chunk': N} or {'error': …}")
+            if not isinstance(item, dict) or not ({"text", "error", "wire"} & set(item)):
+                raise ValueError("a reply is {'text': …, 'chunk': N}, {'error': …} or {'wire': [...]}")
             self.queue.append(item)
         return len(self.queue)
 
@@ -64,11 +66,15 @@ class ScriptedEngine:
         system = job.messages[0].get("content", "") if job.messages else ""
         self.requests.append(
             {"messages": len(job.messages), "tools": len(job.tools), "tool_chars": tool_chars,
-             "system_chars": len(system) if isinstance(system, str) else 0}
+             "system_chars": len(system) if isinstance(system, str) else 0, "think": job.think}
         )  # fmt: skip
         reply = self.queue.popleft() if self.queue else DEFAULT_REPLY
         if "error" in reply:
             yield "error", str(reply["error"])
+            return
+        if "wire" in reply:
+            for obj in reply["wire"]:
+                yield "wire", obj
             return
         text, step = str(reply["text"]), max(1, int(reply.get("chunk", 16)))
         for i in range(0, len(text), step):
