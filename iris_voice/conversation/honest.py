@@ -68,13 +68,15 @@ _FINITE = re.compile(
 )
 """A sentence with one of these is about the activity ("Cooking pasta takes ten minutes.")."""
 _STATE = re.compile(
-    r"\b(?:(?:is|are) now|(?:has|have) (?:now )?been)\s+"
-    r"(?:open(?:ed)?|closed|shut|locked|unlocked|on|off|playing|calling|ordered|booked|sent|"
+    r"\b(?:is|are) now\s+(?:open|closed|shut|locked|unlocked|on|off|playing|calling|set)\b"
+    r"|\b(?:has|have) (?:now )?been\s+(?:opened|closed|shut|locked|unlocked|ordered|booked|sent|paid|"
+    r"set|changed|adjusted|increased|decreased|raised|lowered|dimmed|started|stopped|placed|"
     r"turned (?:on|off|up|down)|switched (?:on|off))\b"
     r"|\b(?:is|are) (?:now )?on (?:its|their|the) way\b",
     re.IGNORECASE,
 )
-"""A claim that the world changed: "The garage door is now open."."""
+"""A claim that the world changed: "The garage door is now open.", "The volume has been set
+to 100%." (only ever checked while no tool has acted in the turn)."""
 _NEGATED = re.compile(r"\b(?:not|n't|cannot|unable|never|no way|sorry)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[a-z0-9']+")
 _SMALL = set(

@@ -31,6 +31,7 @@ from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistan
         ("I've locked the front door.", "Lock the front door."),
         ("The garage door is now open.", "Open the garage door."),
         ("Your pizza is on its way.", "Order a pizza."),
+        ("The volume has been set to 100%.", "Turn the volume up."),
         ("I'm going to send the email to your boss.", "Email my boss."),
         ("Okay, I've just ordered a medium Americano.", "A medium Americano, please."),
     ],
