@@ -58,8 +58,10 @@ def test_iris_does_not_answer_or_interrupt_itself(virtual_audio, room, tmp_path)
         virtual_audio.play_into_mic(fixture("bench_multiply"))
         turn = iris.wait_turn(after=before, timeout=PATIENCE_S)
         # the turn is the question, not IRIS's own words (what tiny.en makes of "twenty
-        # three" in the room is the speech tests' business: it once wrote "the 33")
-        assert "47" in normalise(turn["transcript"]) and turn["reply"], turn
+        # three" in the room is the speech tests' business: it once wrote "the 33"). Who
+        # answers it is not this test's: "but it's 23 times 47", heard once under load, is no
+        # fast-path sentence, and the model here is absent.
+        assert "47" in normalise(turn["transcript"]), turn
         iris.wait_idle(4.0)  # the follow-up window (3 s) has closed
         assert iris.status()["turn_count"] == before + 1, iris.log_tail()
 
