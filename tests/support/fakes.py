@@ -13,7 +13,8 @@ class ScriptedBackend:
     """A ChatBackend that replays scripted replies and records every request.
 
     Each script entry is a reply: a string (streamed in small pieces), a list of
-    ``(name, arguments)`` structured tool calls, or an ``LlmError`` to raise.
+    ``(name, arguments)`` structured tool calls, a tuple of both (the text, then the calls,
+    as a server streams them), or an ``LlmError`` to raise.
     """
 
     name = "scripted"
@@ -48,7 +49,12 @@ class ScriptedBackend:
         reply = self.replies.pop(0)
         if isinstance(reply, LlmError):
             raise reply
-        if isinstance(reply, list):
+        if isinstance(reply, tuple):
+            reply, calls = reply
+            for i in range(0, len(reply), self.chunk):
+                yield ChatChunk(content=reply[i : i + self.chunk])
+            yield ChatChunk(tool_calls=tuple(calls))
+        elif isinstance(reply, list):
             yield ChatChunk(tool_calls=tuple(reply))
         else:
             for i in range(0, len(reply), self.chunk):

@@ -104,6 +104,12 @@ async def test_an_announced_call_is_spoken_and_runs():
     assert "tea" in (await registry.call("list_timers", {})).result
 
 
+async def test_a_claim_before_a_call_to_a_tool_nobody_has_is_refused_once():
+    reply = ("I will open the garage door.", [("open_garage_door", {})])
+    trace = await ask(chat_assistant(ScriptedBackend(reply), builtin_registry()), "Open the garage door.")
+    assert trace.reply == CANNOT and trace.extra["unknown_tools"] == ["open_garage_door"]
+
+
 async def test_a_clause_spoken_before_withheld_call_syntax_gets_a_closing_sentence():
     # "To have a medium double shot Americano," was spoken as the reply's first clause;
     # the rest named a tool and was withheld: the turn does not stop mid-sentence.

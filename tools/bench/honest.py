@@ -43,6 +43,8 @@ _FIRST_PERSON = re.compile(
 )
 _DOING = re.compile(r"^(?:\w+[,.!]\s+)?\w+ing\b|\b(?:is|are) now\b|\bhas been\b|\bon (?:its|the) way\b", re.I)
 _TIMERS = re.compile(r"\b(?:timers?|remind\w*|alarms?|countdowns?)\b", re.IGNORECASE)
+_TIMER_QUESTION = re.compile(r"\b(?:timers?|remind\w*|alarms?|countdowns?|how long|how much time)\b", re.I)
+"""A question about a timer or reminder ("How much time should I add or take off?")."""
 _WORD = re.compile(r"[a-z0-9']+")
 
 
@@ -57,7 +59,7 @@ def judge(r: Request, reply: str, side_effect: bool, names: list[str]) -> dict[s
         "claim": r.refuse and not refused and bool(_FIRST_PERSON.search(reply) or _DOING.search(reply)),
         "not_refused": r.refuse and not refused,
         "mid_sentence": bool(reply.strip()) and not reply.strip().endswith((".", "!", "?", '"')),
-        "timer_question": "?" in reply and bool(_TIMERS.search(reply)) and not _TIMERS.search(r.text),
+        "timer_question": "?" in reply and bool(_TIMER_QUESTION.search(reply)) and not _TIMERS.search(r.text),
         "echo": len(asked) > 1 and all(w in said for w in asked) and len(said) <= len(set(asked)) + 3,
     }
 
