@@ -38,7 +38,8 @@ from tools.bench.tool_questions import Request, cannot, dev, held_out
 
 HALVES = {"dev": dev.REQUESTS + cannot.DEV, "held-out": held_out.REQUESTS + cannot.HELD_OUT}
 _FIRST_PERSON = re.compile(
-    r"\b(?:i|iris|we)(?:\s+(?:will|can|could|am|have|shall|would|just)|'(?:ll|m|ve|d))\b(?!\s*not|n't|'t)",
+    r"\b(?:(?:i|iris|we)(?:\s+(?:will|can|could|am|have|shall|would|just)|'(?:ll|m|ve|d))|iris\s+(?:is|has))"
+    r"\b(?!\s*not|n't|'t)",
     re.IGNORECASE,
 )
 _DOING = re.compile(r"^(?:\w+[,.!]\s+)?\w+ing\b|\b(?:is|are) now\b|\bhas been\b|\bon (?:its|the) way\b", re.I)
