@@ -28,7 +28,7 @@ from typing import Any
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
 from iris_voice.conversation.honest import ClaimGuard
-from iris_voice.conversation.toolpick import ToolPicker
+from iris_voice.conversation.toolpick import ToolPicker, writes
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
 from iris_voice.errors import Code, LlmError
@@ -288,10 +288,16 @@ class ChatLoop:
             _, around = extract_calls(rnd.content, loop.names)
         return strip_markup(around) if self.mode == ToolMode.NATIVE else around
 
-    @staticmethod
-    def _direct(results: list[ToolResult], asked: int) -> bool:
-        """True when every call of the round ran, succeeded and may be spoken as is."""
-        return 0 < len(results) == asked and all(r.direct for r in results)
+    def _direct(self, results: list[ToolResult], asked: int) -> bool:
+        """True when every call of the round ran, succeeded and may be spoken as is: a
+        tool's own sentence, or a short result of a tool that changes nothing ("price: 4.5",
+        ``Tool.say``), which a second model round would only rephrase, seconds later."""
+
+        def said(r: ToolResult) -> bool:
+            tool = self.registry.get(r.name)
+            return bool(r.said) and tool is not None and not writes(tool)
+
+        return 0 < len(results) == asked and all(r.ok and (r.direct or said(r)) for r in results)
 
     async def _one_round(
         self,
@@ -408,5 +414,5 @@ class _Round:
 def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:
     """The sentences of direct-return results, spoken instead of a second model round
     (the first maybe a clause: ``SentenceSplitter``)."""
-    text = " ".join(spoken(r.result) for r in results)
+    text = " ".join(r.said or spoken(r.result) for r in results)
     return split_sentences(text, first_clause_words)

@@ -59,6 +59,9 @@ class ToolResult:
     refusal: str = ""
     """Set when IRIS refused to run the call (its arguments are not grounded in what the
     user said): the sentence to say instead; the tool did not run."""
+    said: str = ""
+    """The result as a listener can hear it (``Tool.say``), when it can be said without a
+    model round; empty otherwise."""
 
 
 Handler = Callable[..., Any]
@@ -122,6 +125,9 @@ class Tool:
     """Regex alternation of words that make a request about what this tool does ("timer"):
     only then is a refused call's question asked ("How long should the timer run?"), never
     for words that merely could be ("twenty one degrees"); empty: ``words``."""
+    say: Callable[[str], str | None] | None = None
+    """Says a result without a model round when a listener understands it as it is (an MCP
+    tool's "price: 4.5"): the sentence, or None to let the model phrase it."""
 
     @property
     def name(self) -> str:
@@ -300,10 +306,10 @@ class ToolRegistry:
         start = time.perf_counter()
 
         def done(
-            ok: bool, text: str, args: dict[str, Any], direct: bool = False, refusal: str = ""
+            ok: bool, text: str, args: dict[str, Any], direct: bool = False, refusal: str = "", said: str = ""
         ) -> ToolResult:
             ms = (time.perf_counter() - start) * 1000
-            return ToolResult(name, args, ok, text, round(ms, 2), direct and ok, refusal)
+            return ToolResult(name, args, ok, text, round(ms, 2), direct and ok, refusal, said)
 
         args: Any = arguments if arguments is not None else {}
         if isinstance(args, str):
@@ -348,7 +354,8 @@ class ToolRegistry:
             return done(False, f"Error: {name} failed: {type(exc).__name__}: {exc}", args)
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         shown = validated.model_dump(mode="json") if validated is not None else kwargs
-        return done(True, text, shown, tool.direct_return)
+        said = (tool.say(text) or "") if tool.say is not None else ""
+        return done(True, text, shown, tool.direct_return, said=said)
 
 
 def refusal(tool: Tool, request: str, ask: str) -> str:

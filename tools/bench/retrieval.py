@@ -51,8 +51,12 @@ from tools.bench.stats import p50
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
-CONFIGS = ("retrieval", "builtin", "lazy", "eager")
-"""eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval."""
+CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say")
+"""eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval; and
+retrieval without one of its levers: ``no-say`` (every MCP result phrased by a second
+model round, ``mcp.say_results = false``)."""
+RETRIEVING = ("retrieval", "no-say")
+"""The configurations that retrieve hidden tools per turn."""
 CONVERSATION = [
     "What is the capital of Australia?",
     "Tell me a fun fact about koalas.",
@@ -81,6 +85,8 @@ class Outcome:
     misses: list[str] = field(default_factory=list)
     oos: list[dict] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
+    first: dict[str, list[float]] = field(default_factory=lambda: {"built-in": [], "mcp": []})
+    """First sentence (first audio, in text) of the questions a built-in or an MCP tool answers."""
     history_times: list[float] = field(default_factory=list)
     def_tokens: list[int] = field(default_factory=list)
     shown: list[bool] = field(default_factory=list)
@@ -99,9 +105,9 @@ def config_for(name: str, host: str, model: str, state: Path) -> Config:
             request_timeout_s=900 if name == "eager" else 120,
         ),
         tools=ToolsConfig(timezone="UTC", timers_db=str(state / f"timers-{name}.db")),
-        mcp=McpConfig(servers=servers),
+        mcp=McpConfig(servers=servers, say_results=name != "no-say"),
         intents=IntentsConfig(enabled=False),
-        retrieval=RetrievalConfig(enabled=name == "retrieval"),
+        retrieval=RetrievalConfig(enabled=name in RETRIEVING),
     )
 
 
@@ -174,6 +180,9 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                 ok = judge(q, trace, fixed)
                 out.right[half_name].append(ok)
                 out.times.append(trace.total_ms or 0)
+                if q.tools:
+                    kind = "mcp" if all("/" in t for t in q.tools) else "built-in"
+                    out.first[kind].append(trace.first_sentence_ms or trace.total_ms or 0)
                 picked = [registry.get(n) for n in trace.extra.get("retrieved", [])]
                 out.def_tokens.append(listed + hint + (count(tools_block(picked)) if picked else 0))
                 hidden_needed = [t for t in q.tools if t in {h.name for h in registry.hidden()}]
@@ -182,7 +191,12 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                 calls = [(c["name"], c["arguments"]) for c in trace.tool_calls]
                 mark = "ok  " if ok else "MISS"
                 got = f"{trace.extra.get('retrieved', '')} {calls} {trace.reply[:80]!r}"
-                print(f"  {name} [{half_name}] {mark} {trace.total_ms:6.0f} ms {q.text!r} {got}", flush=True)
+                first = trace.first_sentence_ms or 0
+                print(
+                    f"  {name} [{half_name}] {mark} {trace.total_ms:6.0f} ms (first {first:6.0f}, "
+                    f"{trace.rounds} rounds) {q.text!r} {got}",
+                    flush=True,
+                )
                 if not ok:
                     out.misses.append(
                         f"[{half_name}] {q.text!r}: want {q.tools} {q.args}, got {calls} {trace.reply!r}"
@@ -297,7 +311,7 @@ async def static(configs, halves, count, state: Path) -> int:
             for half_name, half in halves:
                 tokens, shown = [], []
                 for q in [*half.QUESTIONS, *half.REQUESTS]:
-                    picked = picker.pick(q.text, []) if name == "retrieval" else []
+                    picked = picker.pick(q.text, []) if name in RETRIEVING else []
                     tokens.append(listed + (count(tools_block(picked)) if picked else 0))
                     if isinstance(q, Question) and q.tools and not any(t in reg.names() for t in q.tools):
                         shown.append(any(t.name in q.tools for t in picked) if hidden else False)
@@ -335,7 +349,7 @@ async def run(host: str, model: str, configs, halves, count) -> None:
 HEADER = (
     f"{'config':10} {'dev':>14} {'held-out':>14} {'oos side-eff':>12} {'oos syntax':>10}"
     f" {'oos brief':>12} {'def tok/turn':>12} {'% eager':>7} {'shown':>12}"
-    f" {'med turn ms':>11} {'med w/ hist':>11}"
+    f" {'med turn ms':>11} {'med w/ hist':>11} {'1st built-in':>12} {'1st MCP':>8}"
 )
 """The summary table's head."""
 
@@ -353,6 +367,7 @@ def summary_line(name: str, out: Outcome, all_tokens: int) -> str:
         f"{side:>5}/{n:<6} {syntax:>4}/{n:<5} {share(brief):>12}",
         f"{tok:12.0f} {tok / all_tokens:7.1%} {share(out.shown):>12}",
         f"{median(out.times):11.0f} {median(out.history_times):11.0f}",
+        f"{median(out.first['built-in']):12.0f} {median(out.first['mcp']):8.0f}",
     ]
     return " ".join(cells)
 

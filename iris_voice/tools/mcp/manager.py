@@ -30,6 +30,7 @@ from mcp import types
 from iris_voice.config import LlmConfig, McpConfig, McpServerConfig
 from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.lazy import BROWSE_TOOL, EXECUTE_TOOL, LazyTools, call_checked, meta_tools
+from iris_voice.tools.mcp.saying import say_result
 from iris_voice.tools.mcp.vetting import tool_spec
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 
@@ -87,9 +88,12 @@ class McpManager:
         if isinstance(config, McpConfig):
             servers = config.active()
             wait = config.start_wait_s if start_wait_s is None else start_wait_s
+            self.say_results = config.say_results
         else:
             servers = [s for s in config if s.enabled]
             wait = 2.0 if start_wait_s is None else start_wait_s
+            self.say_results = McpConfig().say_results
+        """Whether short results may be said without a model round (``mcp.say_results``)."""
         opts = {"start_wait_s": wait, "backoff_initial_s": backoff_initial_s, "backoff_max_s": backoff_max_s}
         self.connections = {s.name: McpServerConnection(s, errlog=errlog, **opts) for s in servers}
         """Connections by server name, in config order."""
@@ -222,7 +226,8 @@ class McpManager:
         }
         # A server's own word that the tool changes nothing lets it run for a speculative turn.
         read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
-        return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only)
+        say = say_result if self.say_results else None  # the chat loop uses it for readers only
+        return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only, say=say)
 
     def _sync_tools(self, conn: McpServerConnection) -> None:
         for registry in self._registries:

@@ -1,0 +1,139 @@
+"""A short MCP result said as it is, instead of a second model round to phrase it.
+
+Phrasing a tool's answer costs a model round that reads the call and the result again
+(seconds on two cores). A result a listener understands when read out — a row or two of a
+query, a short list of names, a few lines of a note — is said from its own words here;
+anything else (JSON objects, commit hashes, long text, nothing at all) is left to the
+model, which can explain it. Only tools that change nothing are said this way: what a
+writing tool answers ("Successfully wrote …") is no answer to the user.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+MAX_CHARS = 300
+"""Longest result said without the model: beyond it a listener needs a summary."""
+MAX_LINES = 8
+MAX_ROWS = 5
+MAX_COLUMNS = 3
+
+# What a listener cannot take in by ear: hashes, timestamps, paths, markup, code.
+_UNSAYABLE = re.compile(
+    r"\b[0-9a-f]{12,}\b|\d{4}-\d\d-\d\dT\d|\d\d:\d\d:\d\d|[{}<>`|\\]|\w/\w|https?:|\bnull\b",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|\[(?:FILE|DIR)\]\s+|\*\s*)")
+_NOTE = re.compile(r"\s*\([^()]*\)")
+_WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
+
+
+def say_result(text: str) -> str | None:
+    """What to say for a read-only tool's ``text``, or None when the model should phrase it."""
+    text = text.strip()
+    if not text or len(text) > MAX_CHARS:
+        return None
+    data = _literal(text)
+    if data is None:
+        said = _say_lines(text)
+    elif _flat_rows(data):
+        said = _say_rows(data)
+    else:
+        return None  # JSON of another shape: the model reads it better than a listener would
+    if not said or _UNSAYABLE.search(said) or not any(c.isalnum() for c in said):
+        return None
+    return said[:1].upper() + said[1:]
+
+
+def _literal(text: str) -> Any:
+    """``text`` as JSON or a Python literal (servers written in Python print ``repr()`` of
+    their rows), when it is one: None for text ("[FILE] a.md" is a listing, not a list)."""
+    if text[0] not in "[{":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _flat_rows(value: Any) -> bool:
+    """Whether ``value`` is a list of flat records (a query's rows)."""
+    return (
+        isinstance(value, list)
+        and all(isinstance(r, dict) for r in value)
+        and all(isinstance(v, str | int | float | bool) for r in value for v in r.values())
+    )
+
+
+def _say_rows(rows: list[dict[str, Any]]) -> str | None:
+    if not rows or len(rows) > MAX_ROWS or any(len(r) > MAX_COLUMNS or not r for r in rows):
+        return None  # no rows is the model's to explain ("no customer lives there")
+    if all(len(r) == 1 for r in rows) and len({next(iter(r)) for r in rows}) == 1:
+        key = next(iter(rows[0]))
+        values = [_value(next(iter(r.values()))) for r in rows]
+        # One column: its name once ("price: 4.5"), or just the values ("products and customers").
+        listed = _and(values)
+        return f"{_key(key)}: {listed}." if len(rows) == 1 and _key(key) else f"{listed}."
+    return "; ".join(", ".join(_field(k, v) for k, v in r.items()) for r in rows) + "."
+
+
+def _field(key: str, value: Any) -> str:
+    name = _key(key)
+    return f"{name} {_value(value)}" if name else _value(value)
+
+
+def _key(key: str) -> str:
+    """A column name a listener can hear ("unit_price" → "unit price"); "" for "COUNT(*)"."""
+    return key.replace("_", " ").strip() if _WORDY_KEY.fullmatch(key) else ""
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _say_lines(text: str) -> str | None:
+    """A few lines as sentences: bullets and heading marks dropped, notes in parentheses
+    dropped, a line ending in ":" kept with the items under it ("Untracked files: a.txt").
+    A label with nothing under it ("Unstaged changes:") is left to the model: said alone it
+    would claim what is not there."""
+    raw = [line for line in text.splitlines() if _BULLET.sub("", _NOTE.sub("", line)).strip()]
+    if not raw or len(raw) > MAX_LINES:
+        return None
+    heading = text.lstrip().startswith("#")
+    groups: list[tuple[str, list[str]]] = []
+    nested = False  # the open group's items were indented: an unindented line ends it
+    for i, line in enumerate(raw):
+        words = _BULLET.sub("", _NOTE.sub("", line)).strip()
+        indented = line[:1].isspace()
+        if words.endswith(":") or (heading and i == 0) or (nested and not indented):
+            label = words.rstrip(":") if words.endswith(":") or (heading and i == 0) else ""
+            groups.append((label, [] if label else [words.rstrip(".")]))
+            nested = False
+        elif groups:
+            groups[-1][1].append(words.rstrip("."))
+            nested = nested or indented
+        else:
+            groups.append(("", [words.rstrip(".")]))
+    if any(label and not items for label, items in groups):
+        return None
+    sentences = []
+    for label, items in groups:
+        body = ", ".join(items)
+        sentence = f"{label}: {body}" if label else body
+        sentences.append(sentence[:1].upper() + sentence[1:] + ".")
+    return " ".join(sentences)

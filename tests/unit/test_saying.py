@@ -1,0 +1,111 @@
+"""A short MCP result said as it is: one model round instead of two, and the model still
+sees the result on the next turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from iris_voice.config import LlmConfig, RetrievalConfig
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.history import Bounds, Conversation
+from iris_voice.conversation.responder import Assistant, ask
+from iris_voice.tools.mcp.saying import MAX_CHARS, say_result
+from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
+from tests.support.fakes import ScriptedBackend
+
+GIT_STATUS = (
+    "Repository status:\nOn branch main\nUntracked files:\n"
+    '  (use "git add <file>..." to include in what will be committed)\n\tplants.txt\n\n'
+    'nothing added to commit but untracked files present (use "git add" to track)'
+)
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        ("[{'price': 4.5}]", "Price: 4.5."),  # a Python server's repr() of one row
+        ('[{"unit_price": 3.0}]', "Unit price: 3."),
+        ("[{'COUNT(*)': 2}]", "2."),  # a column name nobody can say is left out
+        ("[{'name': 'products'}, {'name': 'customers'}]", "Products and customers."),
+        ("[{'name': 'Bob', 'city': 'Berlin'}, {'name': 'Ann', 'city': 'Paris'}]",
+         "Name Bob, city Berlin; name Ann, city Paris."),
+        ("[FILE] ideas.md\n[FILE] shopping.txt", "Ideas.md, shopping.txt."),
+        ("# Ideas\n- a birdhouse\n- learn the guitar", "Ideas: a birdhouse, learn the guitar."),
+        (GIT_STATUS, "Repository status: On branch main. Untracked files: plants.txt. "
+                     "Nothing added to commit but untracked files present."),
+        ("602", "602."),
+    ],
+)  # fmt: skip
+def test_a_short_result_is_said_in_words_a_listener_takes_in(result, said):
+    assert say_result(result) == said
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "",
+        "[]",  # nothing found: the model says what that means
+        '{"entities": [], "relations": []}',  # a JSON object of another shape
+        '{"timezone": "Asia/Tokyo", "datetime": "2026-11-28T00:11:13+09:00"}',
+        "Commit history:\nCommit: 49fc35e739d289306aa4f73df15e4e363db0cc40\nAuthor: IRIS",
+        "Unstaged changes:",  # said alone, a label would claim changes that are not there
+        "[{'name': 'x'}]" * 1 + "\n" + "line\n" * 12,  # too many lines
+        "word " * (MAX_CHARS // 5 + 1),  # too long to take in by ear
+        "See https://example.org/page for details",
+        "[{'rows': [1, 2]}]",  # not flat rows
+        "[{'a': 1}, {'a': 2}, {'a': 3}, {'a': 4}, {'a': 5}, {'a': 6}]",  # too many rows
+    ],
+)
+def test_what_a_listener_could_not_take_in_is_left_to_the_model(result):
+    assert say_result(result) is None
+
+
+def shop(result: str, name: str = "data/sqlite/read_query") -> ToolRegistry:
+    """A hidden MCP tool that answers ``result``, as the manager registers one."""
+
+    async def handler(**arguments: object) -> str:
+        return result
+
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    meta = {"mode": "lazy", "server_description": "the shop database: products, prices (SQL)"}
+    tool = Tool(ToolSpec(name, "Run SQL on the shop database", schema), handler, meta=meta, say=say_result)
+    return ToolRegistry([], hidden=[tool])
+
+
+def assistant(backend: ScriptedBackend, reg: ToolRegistry) -> Assistant:
+    loop = ChatLoop(backend, reg, LlmConfig(), retrieval=RetrievalConfig(min_score=0.5))
+    return Assistant(loop, Conversation(Bounds()))
+
+
+async def test_a_short_answer_is_said_in_one_round_and_the_next_turn_sees_it():
+    call = [("data/sqlite/read_query", {"query": "SELECT price FROM products WHERE name = 'tea'"})]
+    backend = ScriptedBackend(call, "Coffee costs 3.", "Hello!")
+    it = assistant(backend, shop("[{'price': 4.5}]"))
+    trace = await ask(it, "How much does tea cost in the shop database?")
+    assert trace.reply == "Price: 4.5."
+    assert trace.rounds == 1 and len(backend.requests) == 1
+    # The next turn reads the result (and calls the tool again for "and coffee?", as after
+    # any tool's own sentence); the turn after that reads what was said, too.
+    await ask(it, "And coffee?")
+    result = {"role": "tool", "content": "[{'price': 4.5}]", "tool_name": "data/sqlite/read_query"}
+    assert result in backend.requests[1]["messages"]
+    await ask(it, "Thanks!")
+    assert {"role": "assistant", "content": "Price: 4.5."} in backend.requests[2]["messages"]
+
+
+async def test_a_result_the_model_must_explain_takes_a_second_round():
+    call = [("data/sqlite/read_query", {"query": "SELECT * FROM products WHERE name = 'kiwi'"})]
+    backend = ScriptedBackend(call, "There is no kiwi in the shop.")
+    trace = await ask(assistant(backend, shop("[]")), "How much does a kiwi cost in the shop database?")
+    assert trace.reply == "There is no kiwi in the shop."
+    assert trace.rounds == 2
+
+
+async def test_a_tool_that_changes_something_is_never_answered_by_its_own_result():
+    call = [("data/sqlite/write_query", {"query": "INSERT INTO products VALUES ('honey', 6.5)"})]
+    backend = ScriptedBackend(call, "I added honey to the shop.")
+    reg = shop("[{'affected_rows': 1}]", name="data/sqlite/write_query")
+    trace = await ask(assistant(backend, reg), "Add honey priced 6.5 to the shop database.")
+    assert trace.tool_calls[0]["ok"]
+    assert trace.reply == "I added honey to the shop."
+    assert trace.rounds == 2
