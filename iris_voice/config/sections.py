@@ -209,6 +209,10 @@ class RetrievalConfig(_Section):
     meta_tools: bool = False
     """Also list get_tools_in_category and execute_tool (lured the 1.5B model into browsing
     for questions that need no tool)."""
+    definitions: Literal["brief", "full"] = "brief"
+    """How a retrieved tool is shown: ``brief`` keeps each description's first sentence and
+    drops ``$schema``, titles, examples and defaults (read anew on every turn it is shown);
+    ``full`` as its server describes it."""
 
 
 class ConversationsConfig(_Section):

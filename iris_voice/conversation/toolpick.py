@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Any
 
 from iris_voice.config import RetrievalConfig
 from iris_voice.conversation.history import Message
@@ -62,12 +63,54 @@ def indexed(tool: Tool) -> bool:
     return "mcp" not in tool.meta
 
 
-def tools_block(tools: list[Tool]) -> str:
-    """The definitions as the chat template writes them: compact JSON, one per line."""
+def tools_block(tools: list[Tool], brief: bool = False) -> str:
+    """The definitions as the chat template writes them: compact JSON, one per line
+    (``brief``: each description its first sentence, see ``brief_definition``)."""
     rendered = render([t.spec for t in tools], "ollama")
     lines = rendered if isinstance(rendered, list) else []
+    if brief:
+        lines = [brief_definition(t) for t in lines]
     body = "\n".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in lines)
     return f"<tools>\n{body}\n</tools>"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_NOT_NEEDED = ("$schema", "title", "examples", "default")
+BRIEF_CHARS = 160
+"""Longest description a brief definition keeps (its first sentence, cut at a word)."""
+
+
+def brief_definition(node: Any) -> Any:
+    """A rendered definition without what choosing and filling in a call does not need.
+
+    A retrieved definition is read anew on every turn it is shown (it rides on the user
+    message, after the cached prefix): an MCP server's long descriptions ("Accepts: ISO
+    8601 format (e.g., …), relative dates (e.g., …)…") and ``$schema`` cost prompt time
+    each turn. Each description keeps its first sentence; ``$schema``, ``title``,
+    ``examples`` and ``default`` go; names, types, enums and ``required`` stay.
+    """
+    if isinstance(node, list):
+        return [brief_definition(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _NOT_NEEDED:
+            continue
+        if key == "description" and isinstance(value, str):
+            out[key] = _first_sentence(value)
+        elif key == "properties" and isinstance(value, dict):  # its keys are names, not keywords
+            out[key] = {name: brief_definition(schema) for name, schema in value.items()}
+        else:
+            out[key] = brief_definition(value)
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    if len(first) <= BRIEF_CHARS:
+        return first
+    return first[:BRIEF_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
 
 
 class ToolPicker:
@@ -129,12 +172,15 @@ class ToolPicker:
         log.debug("retrieved for %r: %s", text, [t.name for t in picked])
         return picked[: self.cfg.tools_per_turn]
 
-    @staticmethod
-    def with_tools(message: Message, tools: list[Tool]) -> Message:
+    def block(self, tools: list[Tool]) -> str:
+        """The picked definitions as this turn shows them (``retrieval.definitions``)."""
+        return tools_block(tools, brief=self.cfg.definitions == "brief")
+
+    def with_tools(self, message: Message, tools: list[Tool]) -> Message:
         """The user ``message`` as sent this turn: its words, then the picked definitions."""
         if not tools:
             return message
-        return {**message, "content": f"{message['content']}\n\n{LEAD}\n{tools_block(tools)}"}
+        return {**message, "content": f"{message['content']}\n\n{LEAD}\n{self.block(tools)}"}
 
 
 def asks_change(text: str) -> bool:

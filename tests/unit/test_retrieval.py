@@ -223,3 +223,67 @@ def test_a_tool_without_parameters_is_shown_after_a_close_one_that_takes_argumen
     assert picked == ["data/sqlite/read_query", "data/sqlite/list_tables"]
     # one that clearly matches better stays first
     assert picker.pick("List all tables in the shop database", [])[0].name == "data/sqlite/list_tables"
+
+
+def test_a_brief_definition_keeps_what_a_call_needs_and_drops_the_rest():
+    from iris_voice.conversation.toolpick import brief_definition
+
+    long = (
+        "Start timestamp for filtering commits. Accepts: ISO 8601 format (e.g., '2024-01-15T14:30:25'), "
+        "relative dates (e.g., '2 weeks ago')."
+    )
+    definition = {
+        "name": "dev/git/git_log",
+        "description": "Shows the commit logs. Use max_count to limit them.",
+        "parameters": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "title": "GitLog",
+            "properties": {
+                "start": {"type": "string", "description": long, "examples": ["yesterday"]},
+                "max_count": {"type": "integer", "default": 10},
+                # parameters called like the keywords that are dropped stay: they are names
+                "title": {"type": "string", "enum": ["a", "b"]},
+                "default": {"type": "boolean"},
+            },
+            "required": ["title"],
+        },
+    }
+    assert brief_definition(definition) == {
+        "name": "dev/git/git_log",
+        "description": "Shows the commit logs.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "start": {"type": "string", "description": "Start timestamp for filtering commits."},
+                "max_count": {"type": "integer"},
+                "title": {"type": "string", "enum": ["a", "b"]},
+                "default": {"type": "boolean"},
+            },
+            "required": ["title"],
+        },
+    }
+
+
+def test_a_long_first_sentence_is_cut_at_a_word():
+    from iris_voice.conversation.toolpick import BRIEF_CHARS, brief_definition
+
+    said = brief_definition({"description": "word " * 100})["description"]
+    assert len(said) <= BRIEF_CHARS + 2 and said.endswith(" …") and "wor …" not in said
+
+
+def test_retrieved_definitions_are_brief_unless_configured_full():
+    from iris_voice.tools.registry import ToolSpec
+
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "SQL. Only SELECT."}},
+    }
+    tool = Tool(ToolSpec("data/sqlite/read_query", "Run SQL. Read only.", schema), lambda **_: "")
+    reg = ToolRegistry([], hidden=[tool])
+    brief = ToolPicker(reg, RetrievalConfig()).with_tools({"role": "user", "content": "Hi"}, [tool])
+    full = ToolPicker(reg, RetrievalConfig(definitions="full")).with_tools(
+        {"role": "user", "content": "Hi"}, [tool]
+    )
+    assert '"description":"Run SQL."' in brief["content"] and "Only SELECT" not in brief["content"]
+    assert '"description":"Run SQL. Read only."' in full["content"] and "Only SELECT" in full["content"]

@@ -43,7 +43,7 @@ from iris_voice.config import (
 )
 from iris_voice.conversation.chat import unspeakable
 from iris_voice.conversation.responder import ask
-from iris_voice.conversation.toolpick import indexed, tools_block
+from iris_voice.conversation.toolpick import indexed
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL
 from iris_voice.tools.render import render
 from iris_voice.tools.retrieval import ToolIndex
@@ -51,11 +51,12 @@ from tools.bench.stats import p50
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
-CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say")
+CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither")
 """eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval; and
-retrieval without one of its levers: ``no-say`` (every MCP result phrased by a second
-model round, ``mcp.say_results = false``)."""
-RETRIEVING = ("retrieval", "no-say")
+retrieval without its levers: ``no-say`` (every MCP result phrased by a second model
+round, ``mcp.say_results = false``), ``full-defs`` (retrieved tools shown as their servers
+describe them, ``retrieval.definitions = "full"``), ``neither``."""
+RETRIEVING = ("retrieval", "no-say", "full-defs", "neither")
 """The configurations that retrieve hidden tools per turn."""
 CONVERSATION = [
     "What is the capital of Australia?",
@@ -105,9 +106,11 @@ def config_for(name: str, host: str, model: str, state: Path) -> Config:
             request_timeout_s=900 if name == "eager" else 120,
         ),
         tools=ToolsConfig(timezone="UTC", timers_db=str(state / f"timers-{name}.db")),
-        mcp=McpConfig(servers=servers, say_results=name != "no-say"),
+        mcp=McpConfig(servers=servers, say_results=name not in ("no-say", "neither")),
         intents=IntentsConfig(enabled=False),
-        retrieval=RetrievalConfig(enabled=name in RETRIEVING),
+        retrieval=RetrievalConfig(
+            enabled=name in RETRIEVING, definitions="full" if name in ("full-defs", "neither") else "brief"
+        ),
     )
 
 
@@ -184,7 +187,9 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                     kind = "mcp" if all("/" in t for t in q.tools) else "built-in"
                     out.first[kind].append(trace.first_sentence_ms or trace.total_ms or 0)
                 picked = [registry.get(n) for n in trace.extra.get("retrieved", [])]
-                out.def_tokens.append(listed + hint + (count(tools_block(picked)) if picked else 0))
+                out.def_tokens.append(
+                    listed + hint + (count(app.responder.chat.picker.block(picked)) if picked else 0)
+                )
                 hidden_needed = [t for t in q.tools if t in {h.name for h in registry.hidden()}]
                 if hidden_needed:
                     out.shown.append(any(t in trace.extra.get("retrieved", []) for t in q.tools))
@@ -312,7 +317,7 @@ async def static(configs, halves, count, state: Path) -> int:
                 tokens, shown = [], []
                 for q in [*half.QUESTIONS, *half.REQUESTS]:
                     picked = picker.pick(q.text, []) if name in RETRIEVING else []
-                    tokens.append(listed + (count(tools_block(picked)) if picked else 0))
+                    tokens.append(listed + (count(picker.block(picked)) if picked else 0))
                     if isinstance(q, Question) and q.tools and not any(t in reg.names() for t in q.tools):
                         shown.append(any(t.name in q.tools for t in picked) if hidden else False)
                 mean = statistics.mean(tokens)
