@@ -6,6 +6,7 @@ Split from ``ollama_server.py`` so the HTTP layer and the model runner stay smal
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -32,6 +33,8 @@ class Job:
     """``perf_counter()`` when the request arrived: load and total durations count from here."""
     think: bool | str | None = None
     """The request's ``think`` (the scripted engine records it)."""
+    format: str | dict[str, Any] | None = None
+    """``"json"`` or a JSON Schema the reply must follow (a llama.cpp grammar, as Ollama does)."""
 
 
 class _TokenClock:
@@ -63,6 +66,7 @@ class Engine:
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._active: dict[threading.Event, asyncio.Queue] = {}  # for cancel_all
+        self._grammars: dict[str, Any] = {}  # compiled per format
         self.model_path, self.threads, self.default_ctx = model_path, threads, n_ctx
         st = model_path.stat()
         self.size, self.modified = st.st_size, st.st_mtime
@@ -175,6 +179,7 @@ class Engine:
                 stop=list(opts.stop),
                 stream=True,
                 stopping_criteria=self._llama_cpp.StoppingCriteriaList([clock]),
+                grammar=self._grammar(job.format),
             )
             reason = "stop"
             try:
@@ -214,6 +219,20 @@ class Engine:
                 "eval_duration": replies.ns(t_end - t_first),
             },
         )
+
+    def _grammar(self, fmt: str | dict[str, Any] | None) -> Any:
+        """The llama.cpp grammar for a request's ``format`` (compiled once per schema)."""
+        if fmt is None:
+            return None
+        key = fmt if isinstance(fmt, str) else json.dumps(fmt, sort_keys=True)
+        if key not in self._grammars:
+            grammar = self._llama_cpp.LlamaGrammar
+            self._grammars[key] = (
+                grammar.from_string(self._llama_cpp.llama_grammar.JSON_GBNF, verbose=False)
+                if fmt == "json"
+                else grammar.from_json_schema(key, verbose=False)
+            )
+        return self._grammars[key]
 
     def _tokenize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
         text = self.template.render(messages, tools)

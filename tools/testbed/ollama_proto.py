@@ -175,6 +175,8 @@ class ChatRequest:
     keep_alive: float | None = DEFAULT_KEEP_ALIVE
     """Seconds; ``None`` = forever, 0 = unload after the request."""
     think: bool | str | None = None
+    format: str | dict[str, Any] | None = None
+    """``"json"`` or a JSON Schema: the reply is constrained to it (Ollama's structured outputs)."""
 
 
 def _check_message(i: int, msg: Any) -> dict[str, Any]:
@@ -212,6 +214,9 @@ def parse_chat_request(body: Any) -> ChatRequest:
     think = body.get("think")
     if think is not None and not isinstance(think, bool | str):
         raise ProtocolError(400, "think must be a boolean or a string")
+    fmt = body.get("format") or None
+    if fmt is not None and fmt != "json" and not isinstance(fmt, dict):
+        raise ProtocolError(400, 'invalid format: expected "json" or a JSON schema')
     try:
         keep_alive = parse_keep_alive(body.get("keep_alive"))
     except ValueError as exc:
@@ -224,6 +229,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
         options=parse_options(body.get("options")),
         keep_alive=keep_alive,
         think=think,
+        format=fmt,
     )
 
 

@@ -184,7 +184,14 @@ class OllamaApp:
             return JSONResponse(
                 replies.chat_final(req.model, {"done_reason": "unload" if req.keep_alive == 0 else "load"})
             )
-        job = Job(messages=req.messages, tools=req.tools, options=req.options, t_request=t0, think=req.think)
+        job = Job(
+            messages=req.messages,
+            tools=req.tools,
+            options=req.options,
+            t_request=t0,
+            think=req.think,
+            format=req.format,
+        )
         events = self._events(req, job)
         if req.stream:
             lines = (json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" async for o in events)
