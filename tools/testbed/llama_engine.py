@@ -224,7 +224,9 @@ class Engine:
         """The llama.cpp grammar for a request's ``format`` (compiled once per schema)."""
         if fmt is None:
             return None
-        key = fmt if isinstance(fmt, str) else json.dumps(fmt, sort_keys=True)
+        # The keys keep their order: Ollama hands the schema to llama.cpp as written, and the
+        # grammar writes properties in that order (the choice's "tool" before its answer).
+        key = fmt if isinstance(fmt, str) else json.dumps(fmt)
         if key not in self._grammars:
             grammar = self._llama_cpp.LlamaGrammar
             self._grammars[key] = (
