@@ -4,6 +4,7 @@ what to do about it."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 from iris_voice.config import Config
 from iris_voice.errors import ConfigError, LlmError, SpeechError
@@ -76,6 +77,19 @@ async def _planner_check(cfg: Config) -> tuple[bool, str]:
     return True, f"boost planner: {planner.name} answers"
 
 
+def choice_check(version: str, choice: str) -> tuple[bool, str]:
+    """Whether the server takes a JSON Schema as ``format`` (Ollama 0.5 and newer), which
+    ``llm.choice`` needs; without it IRIS calls tools natively, as with ``choice = "off"``."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]]
+    if parts and tuple(parts) >= (0, 5, 0):
+        return True, f"constrained choice: {choice} (the server takes a JSON Schema as format)"
+    return (
+        False,
+        f"constrained choice: the server ({version or 'unknown version'}) takes no JSON Schema "
+        'as format (Ollama 0.5 or newer does): tools are called natively; set llm.choice = "off"',
+    )
+
+
 async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
     backend = OllamaBackend(cfg.llm)
     results: list[tuple[bool, str]] = []
@@ -100,6 +114,8 @@ async def _local_checks(cfg: Config) -> list[tuple[bool, str]]:
         results.append(
             (True, f"tool calling: text mode ({cfg.llm.text_format}); the model has no native tool support")
         )
+    if cfg.llm.choice != "off":
+        results.append(choice_check(version, cfg.llm.choice))
     if "thinking" in info.capabilities:
         results.append(
             (True, "thinking: off (llm.think = true makes every answer wait for the model's reasoning)")

@@ -18,16 +18,15 @@ conversation's (``Turn.history``); the events and the record of the turn are ``r
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
 from iris_voice.conversation.honest import ClaimGuard
+from iris_voice.conversation.rounds import Loop, Round
 from iris_voice.conversation.toolpick import ToolPicker, writes
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
@@ -36,6 +35,7 @@ from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
+from iris_voice.tools.choice import CHOICE_NOTE, NotAChoice, choice_schema, chosen
 from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult, spoken
 from iris_voice.tools.render import manifest, render
 from iris_voice.tools.repair import repair_zones
@@ -99,6 +99,7 @@ class ChatLoop:
         """How tools reach the model; ``auto`` falls back to text when the model has no tool template."""
         self._publish = publish or (lambda _e: None)
         self._rendered: tuple[tuple[str, ...], list[dict[str, Any]]] | None = None
+        self._no_format = NotAChoice()  # set once a reply shows the server ignores ``format``
 
     # -- prompt -----------------------------------------------------------------
     @property
@@ -117,10 +118,28 @@ class ChatLoop:
             text += "\n\n" + manifest(self.registry.specs(), self.cfg.text_format)
         return {"role": "system", "content": text}
 
-    def _messages(self, turn: Turn, picked: list[Tool] | None = None) -> list[Message]:
+    def _messages(self, turn: Turn, picked: list[Tool] | None = None, note: str = "") -> list[Message]:
         # The picked tools ride on this turn's user message only: the history keeps the words.
         first, *rest = turn.messages
-        return [self.system_message(), *turn.history, self.picker.with_tools(first, picked or []), *rest]
+        asked = self.picker.with_tools(first, picked or [], note)
+        return [self.system_message(), *turn.history, asked, *rest]
+
+    def _constrained(self, picked: list[Tool]) -> bool:
+        """Whether this round's choice is written in JSON a grammar keeps (``llm.choice``)."""
+        wanted = self.cfg.choice == "always" or (self.cfg.choice == "retrieved" and bool(picked))
+        formats = bool(getattr(self.backend, "formats", False)) and not self._no_format.seen
+        return wanted and formats and self.mode == ToolMode.NATIVE
+
+    def _stream(self, turn: Turn, picked: list[Tool], tools: list[dict[str, Any]] | None, constrained: bool):
+        """The model's reply to this round: a constrained choice among the tools shown (the
+        listed ones and the turn's picked ones), else as it writes it. The listed tools
+        still go as ``tools``, so the cached prompt prefix stays the same."""
+        if not constrained:
+            return self.backend.stream(self._messages(turn, picked), tools)
+        shown = [*self.registry.specs(), *(t.spec for t in picked)]
+        messages = self._messages(turn, picked, CHOICE_NOTE)
+        reply = self.backend.stream(messages, tools, fmt=choice_schema(shown))  # type: ignore[call-arg]
+        return chosen(reply, [s.name for s in shown], self._no_format)
 
     # -- turns ------------------------------------------------------------------
     async def warmup(self, history: list[Message] | None = None) -> None:
@@ -155,9 +174,9 @@ class ChatLoop:
         picked = self.picker.pick(turn.text, turn.history) if self.mode == ToolMode.NATIVE else []
         if picked:
             trace.extra["retrieved"] = [t.name for t in picked]
-        loop = _Loop(self.cfg.max_tool_calls, self.registry.callable_names(), picked)
+        loop = Loop(self.cfg.max_tool_calls, self.registry.callable_names(), picked)
         while True:
-            rnd = _Round(tools=loop.tools_allowed)
+            rnd = Round(tools=loop.tools_allowed)
             async for sentence in self._speak(turn, loop, rnd):
                 yield sentence
             calls = rnd.calls()
@@ -193,7 +212,7 @@ class ChatLoop:
             if loop.calls_made >= loop.limit:
                 turn.messages.append({"role": "user", "content": LIMIT_NOTE})
 
-    async def _speak(self, turn: Turn, loop: _Loop, rnd: _Round) -> AsyncIterator[str]:
+    async def _speak(self, turn: Turn, loop: Loop, rnd: Round) -> AsyncIterator[str]:
         """One model round: its speakable sentences as they come (call syntax and tool names
         held back), its text and calls into ``rnd``."""
         turn.trace.rounds += 1
@@ -220,7 +239,7 @@ class ChatLoop:
             log.info("not spoken (claims an action no tool performed): %r", guard.refused)
             turn.trace.extra["claimed"] = guard.refused
 
-    def _retry_without_tools(self, turn: Turn, loop: _Loop, rnd: _Round) -> bool:
+    def _retry_without_tools(self, turn: Turn, loop: Loop, rnd: Round) -> bool:
         """Small-model repair: every call failed and the model fell silent — it reached for a
         tool on a question it can answer ("how many legs does a spider have" → the clock).
         One more round, without tools, for its own answer (True: go on)."""
@@ -232,7 +251,7 @@ class ChatLoop:
         return False
 
     @staticmethod
-    def _closing_words(trace: TurnTrace, loop: _Loop) -> str | None:
+    def _closing_words(trace: TurnTrace, loop: Loop) -> str | None:
         """Small-model repair: the words a silent turn ends with — ``CANNOT`` when only call
         syntax was written (for no tool IRIS has), the last tool result when tools ran. A
         turn whose last words were withheld as call syntax gets a closing sentence too (the
@@ -249,13 +268,13 @@ class ChatLoop:
         return last_words(trace, loop.names) if trace.tool_calls else None
 
     @staticmethod
-    def _answer_now(turn: Turn, loop: _Loop, note: str) -> None:
+    def _answer_now(turn: Turn, loop: Loop, note: str) -> None:
         """No more tools this turn: ask for the answer in words."""
         loop.calls_made = loop.limit
         turn.messages.append({"role": "user", "content": note})
 
     async def _run_calls(
-        self, turn: Turn, loop: _Loop, calls: list[tuple[str, Any]]
+        self, turn: Turn, loop: Loop, calls: list[tuple[str, Any]]
     ) -> tuple[list[ToolResult], str | None]:
         """Run ``calls`` within the limit; their results, and the refusal that stopped them
         (a call not grounded in the user's words), if any."""
@@ -278,7 +297,7 @@ class ChatLoop:
                 return results, res.refusal
         return results, None
 
-    def _said_around(self, rnd: _Round, loop: _Loop) -> str:
+    def _said_around(self, rnd: Round, loop: Loop) -> str:
         """What the model wrote around its calls, as the history keeps it: the calls the
         speech filter held back are never run twice (a call too long for the filter to hold
         was spoken, so it is not a call)."""
@@ -312,10 +331,11 @@ class ChatLoop:
         ``written`` receives the calls written as text that the speech filter swallowed;
         ``clause``: the first piece may be a clause of that many words."""
         tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
+        constrained = tools is not None and self._constrained(picked)
         speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
         try:
-            stream = self.backend.stream(self._messages(turn, picked), tools)
+            stream = self._stream(turn, picked, tools, constrained)
             async for chunk in stream:
                 if trace.first_token_ms is None and (chunk.content or chunk.tool_calls):
                     trace.first_token_ms = trace.elapsed_ms()
@@ -326,6 +346,13 @@ class ChatLoop:
                     yield sentence, "", []
                 yield None, chunk.content, calls
         except LlmError as exc:
+            if constrained and exc.code == Code.LLM_ERROR and "format" in exc.message:
+                # A server older than JSON Schema formats (Ollama < 0.5) refuses the request.
+                log.info("the server takes no format (%s): tools are called natively", exc.message)
+                self._no_format.seen = True
+                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause):
+                    yield item
+                return
             if (
                 exc.code == Code.LLM_NO_TOOLS
                 and self.cfg.tool_mode == "auto"
@@ -347,68 +374,6 @@ class ChatLoop:
             tail = strip_markup(tail).strip()
             if tail:
                 yield tail, "", []
-
-
-@dataclass
-class _Loop:
-    """One turn's tool loop: what it may still do and what it has said."""
-
-    limit: int
-    """``llm.max_tool_calls``."""
-    names: list[str]
-    """The tools the model may call (for the speech filter and the closing words)."""
-    picked: list[Tool]
-    """The hidden tools retrieval showed for this turn."""
-    calls_made: int = 0
-    seen: set[str] = field(default_factory=set)
-    """Each call made, with its arguments."""
-    dropped: bool = False
-    """A sentence was withheld as call syntax."""
-    cut: bool = False
-    """The last sentence the model wrote was withheld (nothing spoken since)."""
-    said: int = 0
-    """Sentences spoken in the turn."""
-    last: str = ""
-    """The last sentence spoken."""
-
-    def spoke(self, rnd: _Round, sentence: str) -> str:
-        """Count ``sentence`` as spoken (in the turn and in ``rnd``); returns it."""
-        rnd.said += 1
-        self.said += 1
-        self.cut = False
-        self.last = sentence
-        return sentence
-
-    @property
-    def tools_allowed(self) -> bool:
-        """Calls are left and there are tools to call."""
-        return self.calls_made < self.limit and bool(self.names)
-
-    def repeated(self, calls: list[tuple[str, Any]]) -> bool:
-        """Every one of ``calls`` was made before (else they are remembered)."""
-        keys = [f"{n}:{json.dumps(a, sort_keys=True, default=str)}" for n, a in calls]
-        if all(k in self.seen for k in keys):
-            return True
-        self.seen.update(keys)
-        return False
-
-
-@dataclass
-class _Round:
-    """One model round: whether it was offered tools, what it wrote and called."""
-
-    tools: bool
-    content: str = ""
-    structured: list[tuple[str, Any]] = field(default_factory=list)
-    """Native tool calls."""
-    written: list[TextCall] = field(default_factory=list)
-    """Calls written as text, as the speech filter decided them."""
-    said: int = 0
-
-    def calls(self) -> list[tuple[str, Any]]:
-        """The calls to run: native ones, else those written as text (what was spoken is
-        never run)."""
-        return self.structured or [(c.name, c.arguments) for c in self.written]
 
 
 def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:

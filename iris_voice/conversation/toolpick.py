@@ -176,11 +176,15 @@ class ToolPicker:
         """The picked definitions as this turn shows them (``retrieval.definitions``)."""
         return tools_block(tools, brief=self.cfg.definitions == "brief")
 
-    def with_tools(self, message: Message, tools: list[Tool]) -> Message:
-        """The user ``message`` as sent this turn: its words, then the picked definitions."""
-        if not tools:
-            return message
-        return {**message, "content": f"{message['content']}\n\n{LEAD}\n{self.block(tools)}"}
+    def with_tools(self, message: Message, tools: list[Tool], note: str = "") -> Message:
+        """The user ``message`` as sent this turn: its words, then the picked definitions,
+        then ``note`` (how to write a constrained choice)."""
+        parts = [message["content"]]
+        if tools:
+            parts.append(f"{LEAD}\n{self.block(tools)}")
+        if note:
+            parts.append(note)
+        return message if len(parts) == 1 else {**message, "content": "\n\n".join(parts)}
 
 
 def asks_change(text: str) -> bool:

@@ -57,7 +57,10 @@ class ChatBackend(Protocol):
         options: dict[str, Any] | None = None,
     ) -> AsyncIterator[ChatChunk]:
         """Stream one reply to ``messages``; tools in Ollama's format or None; ``options``
-        override the configured model options (e.g. ``num_predict`` for a warm-up)."""
+        override the configured model options (e.g. ``num_predict`` for a warm-up).
+
+        A backend whose ``formats`` attribute is True also takes ``fmt=``, a JSON Schema the
+        reply must follow (Ollama's ``format``); the loop passes it to no other."""
         ...
 
 
@@ -111,6 +114,8 @@ class OllamaBackend:
     def __init__(self, cfg: LlmConfig) -> None:
         self.cfg = cfg
         self.name = f"{cfg.model} at {cfg.host}"
+        self.formats = True
+        """Takes ``fmt`` (Ollama's ``format``, a JSON Schema since 0.5)."""
         # The ollama client's default timeout is none: a dead server would hang a turn forever.
         timeout = httpx.Timeout(cfg.request_timeout_s, connect=cfg.connect_timeout_s)
         self._client = ollama.AsyncClient(host=cfg.host, timeout=timeout)
@@ -127,8 +132,10 @@ class OllamaBackend:
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None,
         options: dict[str, Any] | None = None,
+        fmt: dict[str, Any] | None = None,
     ) -> AsyncIterator[ChatChunk]:
-        """Stream a reply; raises LlmError for every server or transport failure."""
+        """Stream a reply (``fmt``: a JSON Schema it must follow); raises LlmError for
+        every server or transport failure."""
         cfg = self.cfg
         request = {
             "model": cfg.model,
@@ -141,6 +148,8 @@ class OllamaBackend:
             "options": {**self._options(), **(options or {})},
             "keep_alive": keep_alive_value(cfg.keep_alive),
         }
+        if fmt is not None:
+            request["format"] = fmt
         think = ThinkSplitter()  # reasoning some servers still write into the content
         try:
             parts = await self._first_part(request)

@@ -21,6 +21,8 @@ class SerialBackend:
     def __init__(self, inner: ChatBackend) -> None:
         self.inner = inner
         self.name = inner.name
+        self.formats = bool(getattr(inner, "formats", False))
+        """Takes ``fmt`` when the inner backend does."""
         self.lock = asyncio.Lock()
 
     async def stream(
@@ -28,10 +30,11 @@ class SerialBackend:
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None,
         options: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> AsyncIterator[ChatChunk]:
         """The inner backend's stream, under the lock (released when the stream is closed)."""
         async with self.lock:
-            stream = self.inner.stream(messages, tools, options)
+            stream = self.inner.stream(messages, tools, options, **kwargs)
             try:
                 async for chunk in stream:
                     yield chunk

@@ -15,12 +15,16 @@ the whole reply, ``AnswerStream`` to speak an ``answer`` while it is still being
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from iris_voice.llm.client import ChatChunk
 from iris_voice.tools.registry import ToolSpec
+
+log = logging.getLogger(__name__)
 
 NONE = "none"
 """The choice of no tool: the reply is the ``answer``."""
@@ -142,3 +146,49 @@ class AnswerStream:
             i += size
         self._at = i
         return "".join(out)
+
+
+CHOICE_NOTE = (
+    'Reply in JSON: {"tool": "<tool name>", "arguments": {...}} to call a tool, or '
+    '{"tool": "none", "answer": "<what to say>"} when no tool is needed.'
+)
+"""How a constrained round is told to write its choice (after the turn's tools)."""
+
+
+class NotAChoice:
+    """Marks a stream whose reply was no choice: the server ignored ``format``."""
+
+    seen = False
+
+
+async def chosen(
+    stream: AsyncIterator[ChatChunk], names: Sequence[str], missing: NotAChoice | None = None
+) -> AsyncIterator[ChatChunk]:
+    """A constrained reply's stream as the loop reads any reply: the answer's words as
+    content while they are written, a chosen tool as a structured call on the last chunk.
+
+    A reply that is no choice (a server that ignored ``format``: plain words, or a call in
+    the model's own syntax) is passed on as it was written, at its end, and ``missing``
+    is marked so the loop stops asking for choices.
+    """
+    answer = AnswerStream()
+    text, spoken = "", ""
+    async for chunk in stream:
+        text += chunk.content
+        words = answer.feed(chunk.content) if chunk.content else ""
+        spoken += words
+        if not chunk.done:
+            if words:
+                yield ChatChunk(content=words, thinking=chunk.thinking)
+            continue
+        try:
+            choice = read_choice(text, names)
+        except ValueError as exc:
+            log.info("the reply is no choice (%s): read as written", exc)
+            if missing is not None and not text.lstrip().startswith("{"):
+                missing.seen = True  # not a choice cut short: no grammar held the reply
+            rest, calls = ("" if spoken else text), chunk.tool_calls
+        else:
+            rest = words if choice.tool == NONE else ""
+            calls = ((choice.tool, choice.arguments),) if choice.tool != NONE else chunk.tool_calls
+        yield replace(chunk, content=rest, tool_calls=calls)

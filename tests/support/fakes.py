@@ -26,15 +26,18 @@ class ScriptedBackend:
         """Requests for one token (prompt-cache warm-ups): answered without using the script."""
         self.chunk = chunk
         self.no_tools = no_tools
+        self.formats = True
+        """Takes ``fmt`` (recorded with each request; the script decides what comes back)."""
 
     async def stream(
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None,
         options: dict[str, Any] | None = None,
+        fmt: dict[str, Any] | None = None,
     ) -> AsyncIterator[ChatChunk]:
         """Replay the next scripted reply (a one-token warm-up gets one token of its own)."""
-        request = {"messages": [dict(m) for m in messages], "tools": tools, "options": options}
+        request = {"messages": [dict(m) for m in messages], "tools": tools, "options": options, "fmt": fmt}
         if self.no_tools and tools:
             self.requests.append(request)
             raise LlmError("llm-no-tools", "model 'x' does not support tools")

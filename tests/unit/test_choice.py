@@ -85,3 +85,115 @@ def test_a_tool_call_streams_no_answer():
     reply = json.dumps({"tool": "set_timer", "arguments": {"duration": "none", "answer": "x"}})
     stream = AnswerStream()
     assert "".join(stream.feed(reply[i : i + 4]) for i in range(0, len(reply), 4)) == ""
+
+
+# -- the loop: a constrained round where llm.choice asks for one ----------------------------
+
+
+def shop_registry():
+    from iris_voice.tools.registry import Tool, ToolRegistry
+
+    async def read_query(**arguments: object) -> str:
+        return (
+            "[{'price': 4.5}, {'price': 3.0}, {'price': 2.0}, {'price': 1.0}, {'price': 9.0}, {'price': 7.0}]"
+        )
+
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    meta = {"mode": "lazy", "server_description": "the shop database: products, prices (SQL)"}
+    hidden = Tool(
+        ToolSpec("data/sqlite/read_query", "Run SQL on the shop database", schema), read_query, meta=meta
+    )
+    listed = builtin_registry().listed()
+    return ToolRegistry(listed, hidden=[hidden])
+
+
+def assistant(backend, choice: str = "retrieved"):
+    from iris_voice.config import LlmConfig, RetrievalConfig
+    from iris_voice.conversation.chat import ChatLoop
+    from iris_voice.conversation.history import Bounds, Conversation
+    from iris_voice.conversation.responder import Assistant
+
+    loop = ChatLoop(
+        backend, shop_registry(), LlmConfig(choice=choice), retrieval=RetrievalConfig(min_score=0.5)
+    )
+    return Assistant(loop, Conversation(Bounds()))
+
+
+async def test_a_turn_with_retrieved_tools_chooses_in_json_and_keeps_the_cached_prefix():
+    from iris_voice.conversation.responder import ask
+    from iris_voice.tools.choice import CHOICE_NOTE
+    from tests.support.fakes import ScriptedBackend
+
+    backend = ScriptedBackend(
+        '{"tool": "data/sqlite/read_query", "arguments": {"query": "SELECT price FROM products"}}',
+        '{"tool": "none", "answer": "Tea costs 4.50 in the shop."}',
+        "Hello! How can I help?",
+    )
+    it = assistant(backend)
+    trace = await ask(it, "How much does tea cost in the shop database?")
+    assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("data/sqlite/read_query", True)]
+    assert trace.reply == "Tea costs 4.50 in the shop."
+    first = backend.requests[0]
+    names = {b["properties"]["tool"]["const"] for b in first["fmt"]["anyOf"]}
+    assert names == {*builtin_registry().names(), "data/sqlite/read_query", NONE}
+    assert first["messages"][-1]["content"].endswith(CHOICE_NOTE)
+    # the listed tools go as before: the server's cached prefix is the same with or without a choice
+    assert [t["function"]["name"] for t in first["tools"]] == builtin_registry().names()
+    # a turn retrieval adds nothing to is not constrained (llm.choice = "retrieved")
+    await ask(it, "Hello!")
+    assert (
+        backend.requests[2]["fmt"] is None
+        and CHOICE_NOTE not in backend.requests[2]["messages"][-1]["content"]
+    )
+
+
+async def test_a_server_that_ignores_format_is_read_as_written_and_asked_no_more():
+    from iris_voice.conversation.responder import ask
+    from tests.support.fakes import ScriptedBackend
+
+    backend = ScriptedBackend("I can't look into the shop right now.", "Coffee is not in my notes.")
+    it = assistant(backend, choice="always")
+    trace = await ask(it, "How much does tea cost in the shop database?")
+    assert trace.reply == "I can't look into the shop right now."
+    assert backend.requests[0]["fmt"] is not None
+    trace = await ask(it, "And how much is coffee in the shop database?")
+    assert trace.reply == "Coffee is not in my notes."
+    assert backend.requests[1]["fmt"] is None  # the fallback: today's path
+
+
+async def test_an_answer_choice_is_spoken_while_it_is_written():
+    from iris_voice.conversation.responder import ask
+    from tests.support.fakes import ScriptedBackend
+
+    answer = "The Mona Lisa was painted by Leonardo da Vinci. He worked on it for years."
+    backend = ScriptedBackend(json.dumps({"tool": NONE, "answer": answer}))
+    trace = await ask(assistant(backend, choice="always"), "Who painted the Mona Lisa?")
+    assert trace.reply == answer and not trace.tool_calls
+    # the first sentence was out before the reply's last piece
+    assert trace.first_sentence_ms is not None and trace.first_sentence_ms <= trace.total_ms
+
+
+async def test_a_server_that_refuses_a_format_is_asked_again_without_one():
+    from iris_voice.conversation.responder import ask
+    from iris_voice.errors import Code, LlmError
+    from tests.support.fakes import ScriptedBackend
+
+    refused = LlmError(Code.LLM_ERROR, 'the Ollama server answered 400: invalid format: expected "json"')
+    backend = ScriptedBackend(refused, "Hello! How can I help?", "Fine, thanks.")
+    it = assistant(backend, choice="always")
+    trace = await ask(it, "Hello!")
+    assert trace.reply == "Hello! How can I help?"
+    assert backend.requests[0]["fmt"] is not None and backend.requests[1]["fmt"] is None
+    await ask(it, "How are you?")
+    assert backend.requests[2]["fmt"] is None
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"), [("0.12.6", True), ("0.5.0", True), ("0.4.7", False), ("", False), ("1.0", True)]
+)
+def test_doctor_says_whether_the_server_takes_a_schema_as_format(version, ok):
+    from iris_voice.app.doctor import choice_check
+
+    passed, line = choice_check(version, "retrieved")
+    assert passed is ok
+    assert ("natively" in line) is not ok and line.startswith("constrained choice:")
