@@ -51,12 +51,13 @@ from tools.bench.stats import p50
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
-CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither")
+CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither", "choice")
 """eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval; and
 retrieval without its levers: ``no-say`` (every MCP result phrased by a second model
 round, ``mcp.say_results = false``), ``full-defs`` (retrieved tools shown as their servers
-describe them, ``retrieval.definitions = "full"``), ``neither``."""
-RETRIEVING = ("retrieval", "no-say", "full-defs", "neither")
+describe them, ``retrieval.definitions = "full"``), ``neither``; and with one more:
+``choice`` (a constrained choice on turns retrieval added tools to, ``llm.choice``)."""
+RETRIEVING = ("retrieval", "no-say", "full-defs", "neither", "choice")
 """The configurations that retrieve hidden tools per turn."""
 CONVERSATION = [
     "What is the capital of Australia?",
@@ -104,6 +105,7 @@ def config_for(name: str, host: str, model: str, state: Path) -> Config:
             temperature=0.0,
             num_ctx=8192 if name == "eager" else 4096,
             request_timeout_s=900 if name == "eager" else 120,
+            choice="retrieved" if name == "choice" else "off",
         ),
         tools=ToolsConfig(timezone="UTC", timers_db=str(state / f"timers-{name}.db")),
         mcp=McpConfig(servers=servers, say_results=name not in ("no-say", "neither")),
