@@ -52,6 +52,7 @@ def test_a_short_result_is_said_in_words_a_listener_takes_in(result, said):
         "[{'name': 'x'}]" * 1 + "\n" + "line\n" * 12,  # too many lines
         "word " * (MAX_CHARS // 5 + 1),  # too long to take in by ear
         "See https://example.org/page for details",
+        "\x1b[31mred\x1b[0m",  # a terminal's colours
         "[{'rows': [1, 2]}]",  # not flat rows
         "[{'a': 1}, {'a': 2}, {'a': 3}, {'a': 4}, {'a': 5}, {'a': 6}]",  # too many rows
     ],

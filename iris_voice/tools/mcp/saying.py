@@ -34,8 +34,8 @@ _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
 def say_result(text: str) -> str | None:
     """What to say for a read-only tool's ``text``, or None when the model should phrase it."""
     text = text.strip()
-    if not text or len(text) > MAX_CHARS:
-        return None
+    if not text or len(text) > MAX_CHARS or not text.replace("\n", "").replace("\t", "").isprintable():
+        return None  # empty, long, or control characters (a terminal's colours) no voice should read
     data = _literal(text)
     if data is None:
         said = _say_lines(text)
