@@ -19,6 +19,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 STOP = Path(__file__).resolve().parents[1] / "fixtures" / "human" / "mycroft_stop.wav"
 REPEAT_S = 4.0
 """``audio.alarm_repeat_s`` here: short, so a ring that was not dismissed shows soon."""
+DRAIN_S = 0.5
+"""Sound ending this soon after the turn is recorded is the cut ring leaving the speaker's
+buffers, not a new ring."""
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,11 @@ def _assert_dismissed(virtual_audio, iris, count: int) -> None:
     rec = virtual_audio.record_speaker()
     time.sleep(REPEAT_S + 2.0)  # a ring would come within REPEAT_S: a window for nothing to happen
     audio = rec.stop()
-    assert loud_spans(audio) == [], f"the alarm rang again after 'stop':\n{iris.log_tail()}"
+    # What was already in the speaker's buffers when "stop" was heard may still reach the
+    # recording at its start (a loaded run recorded 20 ms of the cut ring at 0.0 s); a ring
+    # is the chime and a sentence, and the next one is due REPEAT_S after the last began.
+    rang = [(start, end) for start, end in loud_spans(audio) if end > DRAIN_S]
+    assert rang == [], f"the alarm rang again after 'stop' {rang}:\n{iris.log_tail()}"
     assert iris.request("timers")["timers"] == []
 
 
