@@ -169,8 +169,27 @@ async def test_an_answer_choice_is_spoken_while_it_is_written():
     backend = ScriptedBackend(json.dumps({"tool": NONE, "answer": answer}))
     trace = await ask(assistant(backend, choice="always"), "Who painted the Mona Lisa?")
     assert trace.reply == answer and not trace.tool_calls
-    # the first sentence was out before the reply's last piece
-    assert trace.first_sentence_ms is not None and trace.first_sentence_ms <= trace.total_ms
+
+
+async def test_chosen_passes_the_answer_on_before_the_reply_ends():
+    from iris_voice.llm.client import ChatChunk
+    from iris_voice.tools.choice import chosen
+
+    text = json.dumps({"tool": NONE, "answer": "Leonardo da Vinci painted it."})
+    pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+    sent: list[int] = []
+
+    async def reply():
+        for i, piece in enumerate(pieces):
+            sent.append(i)
+            yield ChatChunk(content=piece, done=i == len(pieces) - 1)
+
+    seen = []
+    async for chunk in chosen(reply(), ["calculator"]):
+        seen.append((len(sent), chunk.content))
+    words = [(n, c) for n, c in seen if c]
+    assert "".join(c for _, c in words) == "Leonardo da Vinci painted it."
+    assert words[0][0] < len(pieces)  # the first words came out while the reply was still being read
 
 
 async def test_a_server_that_refuses_a_format_is_asked_again_without_one():
