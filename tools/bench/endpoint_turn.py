@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
-from iris_voice.config import AudioConfig
+from iris_voice.config import AudioConfig, SttConfig
 from iris_voice.speech.endpoint import CHECK_S, RECHECK_S, looks_unfinished
 from iris_voice.speech.turn import SmartTurnDetector
 from iris_voice.speech.vad import Segmenter, UtteranceEnded
@@ -36,6 +36,8 @@ from iris_voice.voice.listener import SPEECH_HYSTERESIS
 from tools.bench.stats import p50
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
+WORDS_S = SttConfig().incremental_pause_ms / 1000
+"""The silence at which the listener's session decodes the words so far (``stt.incremental_pause_ms``)."""
 HUMAN = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "human-speech"
 
 
@@ -71,7 +73,7 @@ def after_wake(probs: list[float], threshold: float = 0.5, pre_roll_s: float = 0
 
 
 class WordsAtPauses:
-    """The speculative decode as the listener's session runs it: at 0.15 s into a pause
+    """The speculative decode as the listener's session runs it: at ``WORDS_S`` into a pause
     after 0.7 s of speech, Whisper decodes everything so far (really, here; its text is
     ready that much later)."""
 
@@ -96,15 +98,18 @@ def decide(
     words: WordsAtPauses | None = None,
     silence_s: float = 0.4,
     recheck_s: float | None = RECHECK_S,
+    check_s: float = CHECK_S,
+    words_s: float = WORDS_S,
 ) -> tuple[float | None, str, list[float], list[float]]:
     """Replay the listener with ``TurnEnd``'s rules (``detector`` None: 400 ms of silence is
     the sound's verdict; ``words`` None: no words check; ``recheck_s`` None: the detector is
-    asked once per pause): (decision time in s or None, the reason, the detector's verdicts,
-    their inference times in ms)."""
+    asked once per pause; ``check_s``: the silence of the first question; ``words_s``: the
+    silence at which the words so far are decoded): (decision time in s or None, the reason,
+    the detector's verdicts, their inference times in ms)."""
     longest = audio_cfg.end_of_turn_max_ms / 1000
     seg = Segmenter(hangover_seconds=longest, max_seconds=audio_cfg.max_utterance_s, timeout_seconds=None)
     verdicts, costs = [], []
-    next_ask: float | None = CHECK_S  # the silence at which the detector is asked (again)
+    next_ask: float | None = check_s  # the silence at which the detector is asked (again)
     vetoed = False
     sound_at: float | None = None  # when this pause's sound verdict ("finished") is in
     text: tuple[str, float] | None = None  # this pause's words and when they are in
@@ -120,11 +125,11 @@ def decide(
         if not seg.in_utterance:
             continue
         if seg.silence_s <= 0:
-            next_ask, vetoed = CHECK_S, False  # speech again: this pause's verdicts are moot
+            next_ask, vetoed = check_s, False  # speech again: this pause's verdicts are moot
             sound_at, text = None, None
             continue
         upto = audio[: (i + 1) * FRAME_SAMPLES]
-        if words is not None and text is None and seg.silence_s + 1e-9 >= 0.15 and speech_run >= 0.7:
+        if words is not None and text is None and seg.silence_s + 1e-9 >= words_s and speech_run >= 0.7:
             text = words.at(upto, now)
         if detector is None:
             if sound_at is None and seg.silence_s + 1e-9 >= silence_s:
@@ -159,15 +164,28 @@ POLICIES = (
     "silence400+words",
     "smart_turn",
     "silence400",
+    "smart_turn+words@96",
+    "smart_turn@96+words@96",
 )
 """The sound's verdict (Smart Turn asked again while the silence lasts, or once per pause, or
-that many ms of silence), with or without the words check."""
+that many ms of silence), with or without the words check; ``…@96``: Smart Turn first asked,
+or the words decoded, at 96 ms of silence (three frames) instead of ``CHECK_S`` / ``WORDS_S``.
+The replay decodes at every pause it reaches (after 0.7 s of speech) as if the decoder were
+free; the listener's session skips a pause while a decode is running."""
+
+
+def _at(policy: str, part: str, default: float) -> float:
+    """The silence (s) a policy names for ``part`` (``smart_turn@96`` → 0.096), or ``default``."""
+    for piece in policy.split("+"):
+        name, _, ms = piece.partition("@")
+        if name == part and ms:
+            return int(ms) / 1000
+    return default
 
 
 def run(recordings: dict[str, tuple[np.ndarray, float | None]], probabilities) -> dict[str, dict[str, dict]]:
     """Policy → recording name → verdict; ``recordings`` maps a name to (audio, true end in
     s, or None: Silero's last speech frame)."""
-    from iris_voice.config import SttConfig
     from iris_voice.speech.stt import FasterWhisperTranscriber
 
     audio_cfg = AudioConfig()
@@ -184,10 +202,13 @@ def run(recordings: dict[str, tuple[np.ndarray, float | None]], probabilities) -
             true_end = (voiced[-1] + 1) * FRAME_S if voiced else 0.0
         for policy in POLICIES:
             smart = detector if policy.startswith("smart_turn") else None
-            words = WordsAtPauses(stt) if policy.endswith("+words") else None
+            words = WordsAtPauses(stt) if "+words" in policy else None
             quiet = int(policy.removeprefix("silence").split("+")[0]) / 1000 if smart is None else 0.4
             recheck = None if policy.startswith("smart_turn_once") else RECHECK_S
-            decided, reason, verdicts, costs = decide(probs, padded, smart, audio_cfg, words, quiet, recheck)
+            check_s, words_s = _at(policy, "smart_turn", CHECK_S), _at(policy, "words", WORDS_S)
+            decided, reason, verdicts, costs = decide(
+                probs, padded, smart, audio_cfg, words, quiet, recheck, check_s, words_s
+            )
             cost = None if decided is None else round((decided - true_end) * 1000, 1)
             out[policy][name] = {
                 "cut": decided is not None and decided < true_end, "cost_ms": cost, "reason": reason,
@@ -215,7 +236,7 @@ def report(results: dict[str, dict[str, dict]]) -> None:
     """Per policy and kind of recording: cuts, and the cost on the recordings not cut."""
     print("\n== End of turn: the sound's verdict (Smart Turn, or 400 ms of silence), with and without")
     print("   the words before the pause (the speculative decode); cut / cost p50 (ms, true end -> decision)")
-    print(f"  {'recordings':28} {'n':>3}" + "".join(f"{p:>22}" for p in POLICIES))
+    print(f"  {'recordings':28} {'n':>3}" + "".join(f"{p:>24}" for p in POLICIES))
     names = list(results[POLICIES[0]])
     for k, label in LABELS.items():
         mine = [n for n in names if _kind(n) == k]
@@ -228,7 +249,7 @@ def report(results: dict[str, dict[str, dict]]) -> None:
             costs = [res[n]["cost_ms"] for n in mine if not res[n]["cut"] and res[n]["cost_ms"] is not None]
             cost = round(p50(costs)) if costs else None
             cells.append(f"{cuts:>3} / {cost!s:>5}")
-        print(f"  {label:28} {len(mine):>3}" + "".join(f"{c:>22}" for c in cells))
+        print(f"  {label:28} {len(mine):>3}" + "".join(f"{c:>24}" for c in cells))
     smart = results["smart_turn+words"]
     infer = [c for r in smart.values() for c in r["inference_ms"]]
     decode = [c for r in smart.values() for c in r["decode_ms"]]
