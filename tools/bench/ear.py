@@ -50,6 +50,12 @@ LEVERS: dict[str, tuple[str, str, Any]] = {
 """Lever → (section, key, its value before the lever): ``before`` sets them all. The history's
 trimming in steps (``Bounds.keep``) has no config key, so ``before`` cannot trim one turn at a
 time; ``llm.history_turns`` keeps its (new) default."""
+CANDIDATES: dict[str, tuple[str, str, Any]] = {
+    "pause96": ("stt", "incremental_pause_ms", 96),
+}
+"""Candidate → (section, key, value) set on top of the defaults: a lever measured before it
+becomes one (``pause96``: the words at a pause decoded after 96 ms of silence, not 150; the
+end-of-turn replay, ``make bench-endpoint``, shows it ~50 ms sooner without more cuts)."""
 RATE = 16000
 LOST_S = 240.0
 """A question with no turn this long after it is lost. Generous: on two cores shared with other
@@ -62,10 +68,13 @@ def present(section: str, key: str) -> bool:
 
 
 def config_for(name: str) -> dict[str, dict[str, Any]]:
-    """The config sections of configuration ``name`` (``after``, ``before`` or a lever)."""
+    """The config sections of configuration ``name`` (``after``, ``before``, a lever or a candidate)."""
     sections: dict[str, dict[str, Any]] = {}
     if name == "after":
         return sections
+    if name in CANDIDATES:
+        section, key, value = CANDIDATES[name]
+        return {section: {key: value}}
     for lever, (section, key, old) in LEVERS.items():
         if present(section, key) and lever != name:
             sections.setdefault(section, {})[key] = old
@@ -279,7 +288,8 @@ def count_own(results: list[dict[str, Any]]) -> None:
 def main() -> int:
     """Command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configs", default="before,after", help=f"of after, before, {', '.join(LEVERS)}")
+    names = ", ".join([*LEVERS, *CANDIDATES])
+    p.add_argument("--configs", default="before,after", help=f"of after, before, {names}")
     p.add_argument("--turns", type=int, default=len(CONVERSATION), help="the conversation's first N turns")
     p.add_argument("--gap-s", default="10,15", help="A,B: seconds from one question's start to the next's")
     p.add_argument("--seed", type=int, default=21, help="seed of the gaps")
@@ -289,7 +299,7 @@ def main() -> int:
     p.add_argument("--workdir", help="keep configs, logs and room recordings here (default: temporary)")
     args = p.parse_args()
     configs = args.configs.split(",")
-    if unknown := set(configs) - {"after", "before", *LEVERS}:
+    if unknown := set(configs) - {"after", "before", *LEVERS, *CANDIDATES}:
         p.error(f"unknown configuration: {sorted(unknown)}")
     lo, hi = (float(x) for x in args.gap_s.split(","))
     rng = random.Random(args.seed)
