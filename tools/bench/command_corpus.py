@@ -18,13 +18,12 @@ Made once into ``$IRIS_CACHE/stt-commands/<recipe hash>/`` (16 kHz mono WAVs and
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import json
 import random
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import numpy as np
 from iris_voice.audio import SAMPLE_RATE
 from iris_voice.audio.resample import resample
 from iris_voice.speech.model_files import cache_dir
-from tools.bench.wake_corpus import _load16k, _tool_version, _write
+from tools.bench.wake_corpus import _load16k, _tool_version, _write, cached_manifest
 
 GENERATOR_VERSION = 1  # bump when the way the audio is made changes
 SEED = 20261127
@@ -121,15 +120,8 @@ def corpus_dir() -> Path:
 def ensure_commands(log=print) -> tuple[Path, list[Command]]:
     """Make the corpus unless the current recipe's is cached; its directory and commands."""
     target = corpus_dir()
-    target.mkdir(parents=True, exist_ok=True)
-    manifest = target / "manifest.json"
-    with (target / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once make it once
-        if not manifest.is_file():
-            log(f"making {COUNT} spoken commands in {target} (once; reused while the recipe holds)")
-            commands = _generate(target)
-            manifest.write_text(json.dumps([asdict(c) for c in commands], indent=1) + "\n")
-    return target, [Command(**row) for row in json.loads(manifest.read_text())]
+    rows = cached_manifest(target, f"{COUNT} spoken commands", lambda: _generate(target), log)
+    return target, [Command(**row) for row in rows]
 
 
 def _generate(target: Path) -> list[Command]:

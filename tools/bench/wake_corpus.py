@@ -128,15 +128,21 @@ def _tool_version(cmd: list[str]) -> str:
 def ensure_corpus(log=print) -> tuple[Path, list[Item]]:
     """Make the corpus unless the current recipe's is cached; its directory and items."""
     target = corpus_dir()
+    rows = cached_manifest(target, "the wake-word corpus", lambda: _generate(target, log), log)
+    return target, [Item(**row) for row in rows]
+
+
+def cached_manifest(target: Path, what: str, make, log=print) -> list[dict]:
+    """The rows of ``target/manifest.json``, made once by ``make()`` (a list of dataclasses
+    whose files it writes into ``target``) unless a finished manifest is already there."""
     target.mkdir(parents=True, exist_ok=True)
     manifest = target / "manifest.json"
     with (target / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once make it once
         if not manifest.is_file():
-            log(f"making the wake-word corpus in {target} (once; reused while the recipe holds)")
-            items = _generate(target, log)
-            manifest.write_text(json.dumps([asdict(i) for i in items], indent=1) + "\n")
-    return target, [Item(**row) for row in json.loads(manifest.read_text())]
+            log(f"making {what} in {target} (once; reused while the recipe holds)")
+            manifest.write_text(json.dumps([asdict(i) for i in make()], indent=1) + "\n")
+    return json.loads(manifest.read_text())
 
 
 def _write(path: Path, audio: np.ndarray) -> float:
