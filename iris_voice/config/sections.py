@@ -153,7 +153,7 @@ class SttConfig(_Section):
     (the local engine only)."""
     incremental_min_s: Annotated[float, Field(ge=0.5, le=30)] = 2.0
     """Audio needed since the last commit before a pause is a commit point."""
-    incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 150
+    incremental_pause_ms: Annotated[int, Field(ge=64, le=1000)] = 96
     """Silence inside speech that is a commit point; below ``audio.vad_hangover_ms`` to matter."""
     speculative: bool = True
     """At each pause, decode the words so far as if the question were over, and start

@@ -104,6 +104,7 @@ def test_before_turns_off_only_the_levers_this_checkout_has(monkeypatch):
     assert ear.config_for("after") == {}
     assert ear.config_for("before") == {"audio": {"end_of_turn_recheck_ms": 0}}
     assert ear.config_for("recheck") == {}  # that lever alone: on, as by default
+    monkeypatch.setattr(ear, "CANDIDATES", {"pause96": ("stt", "incremental_pause_ms", 96)})
     assert ear.config_for("pause96") == {"stt": {"incremental_pause_ms": 96}}  # on top of the defaults
 
 
