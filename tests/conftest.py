@@ -19,6 +19,15 @@ import pytest
 
 from tests.support.timer_harness import Harness
 
+try:  # Property tests check results, not speed: no per-example deadline (a loaded machine
+    # makes an example slow, never wrong).
+    from hypothesis import settings
+
+    settings.register_profile("iris", deadline=None)
+    settings.load_profile("iris")
+except ImportError:
+    pass
+
 NO_TOOLS_MODEL = "qwen-notools"
 """A second name for the same GGUF whose capabilities lack "tools" (for IRIS's text fallback)."""
 

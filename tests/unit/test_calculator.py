@@ -181,7 +181,9 @@ def test_fuzz_random_text_answers_or_refuses_fast(text: str) -> None:
         pass
     else:
         assert " = " in result
-    assert time.perf_counter() - start < 0.5
+    # Guards against runaway work (a huge power, a deep parse); generous, so that a loaded
+    # machine never fails it.
+    assert time.perf_counter() - start < 10
 
 
 def _arith() -> st.SearchStrategy[tuple[str, int]]:

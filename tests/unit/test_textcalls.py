@@ -192,7 +192,9 @@ def test_huge_input_is_fast(text):
     assert len(text) >= 95_000
     start = time.perf_counter()
     calls, _ = extract_calls(text, KNOWN)
-    assert time.perf_counter() - start < 0.5
+    # A scan that goes back over the text (quadratic) takes minutes on 100k characters; the
+    # bound is generous so that a loaded machine never fails it (a few ms when quiet).
+    assert time.perf_counter() - start < 10
     assert len(calls) == (100 if text.startswith("The quick") else 0)
 
 
