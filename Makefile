@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-wake-capture bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -139,6 +139,9 @@ bench-stt: setup
 
 # Whisper's full window vs the right-sized one (stt.window), and Moonshine tiny-en beside them:
 # decode time, WER and repetition loops on the human clips and 200 generated commands.
+bench-wake-capture: venv fixtures audio-deps
+	$(BIN)/python -m tools.bench.wake_capture $(if $(SHOW),--show)
+
 bench-stt-window: venv fixtures audio-deps
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements/bench-moonshine.txt
 	$(BIN)/python -m tools.bench.stt_window --pads 10 --sets human,generated --moonshine $(if $(SHOW),--show)

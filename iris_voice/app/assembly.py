@@ -134,7 +134,13 @@ def build_listener(
             lead_in=functools.partial(is_wake_phrase_alone, cfg.wake.model),
         )
     return Listener(
-        cfg.audio, engines.vad, detector, publish, wake_threshold=cfg.wake.threshold, turn_end=turn_end
+        cfg.audio,
+        engines.vad,
+        detector,
+        publish,
+        wake_threshold=cfg.wake.threshold,
+        turn_end=turn_end,
+        keep_phrase=cfg.wake.keep_phrase,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -67,12 +68,17 @@ class Transcriber(Protocol):
     """True when ``open_session`` decodes an utterance while it is being spoken; the
     pipeline reads it once to choose how utterances are transcribed."""
 
-    async def transcribe(self, audio: np.ndarray) -> str:
-        """Text of ``audio`` (float32 mono, 16 kHz, -1..1); "" when nothing was said."""
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
+        """Text of ``audio`` (float32 mono, 16 kHz, -1..1); "" when nothing was said.
+
+        ``lead``: words known to open the audio (the wake phrase a wake-word capture keeps,
+        "Hey Jarvis,"). A transcriber may give them to its model as the first words; the
+        text it returns may still start with them (the pipeline strips the wake phrase)."""
         ...
 
-    def open_session(self) -> DecodeSession:
-        """A decode of the utterance now being captured (only with ``supports_streaming``)."""
+    def open_session(self, lead: str = "") -> DecodeSession:
+        """A decode of the utterance now being captured (only with ``supports_streaming``);
+        ``lead`` as for ``transcribe``."""
         ...
 
     async def warmup(self) -> None:
@@ -131,11 +137,11 @@ class FasterWhisperTranscriber:
             )
         return self._model
 
-    def transcribe_sync(self, audio: np.ndarray, prompt: str = "") -> str:
+    def transcribe_sync(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         """``transcribe`` in the calling thread (benchmarks, worker threads)."""
-        return self._decode(as_float32(audio), prompt)
+        return self._decode(as_float32(audio), prompt, lead)
 
-    def _decode(self, audio: np.ndarray, prompt: str = "") -> str:
+    def _decode(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         with self._lock:
             model = self._load()
             try:
@@ -147,14 +153,14 @@ class FasterWhisperTranscriber:
                         self._window = ShortWindow(
                             model, self.cfg.window_pad_s, self.cfg.beam_size, self.cfg.language
                         )
-                    text = self._window.decode(audio, prompt, self._full)
+                    text = self._window.decode(audio, prompt, self._full, lead)
                 else:
-                    text = self._full(audio, prompt)
+                    text = self._full(audio, prompt, lead)
             except Exception as exc:  # any engine failure becomes one coded error
                 raise SpeechError(Code.STT_FAILED, f"speech recognition failed: {exc}") from exc
-        return " ".join(text.split())
+        return drop_lead(" ".join(text.split()), lead)
 
-    def _full(self, audio: np.ndarray, prompt: str = "") -> str:
+    def _full(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         """faster-whisper's own ``transcribe``: the 30 s window (lock held by the caller)."""
         segments, _info = self._model.transcribe(
             audio,
@@ -166,6 +172,10 @@ class FasterWhisperTranscriber:
             # The text said just before this audio, when it is the rest of an
             # utterance decoded in pieces (stt_stream): Whisper continues it.
             initial_prompt=prompt or None,
+            # The words the audio is known to start with (the wake phrase): the decoder
+            # begins after them, so it neither mishears them nor takes the question's
+            # first words for the end of the phrase.
+            prefix=lead or None,
         )
         # The segments are a lazy generator: the decoding happens here, in this thread.
         return "".join(segment.text for segment in segments)
@@ -184,28 +194,39 @@ class FasterWhisperTranscriber:
             "stt_last_fallback": self._window.last,
         }
 
-    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
+    async def transcribe(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is converted); "" for nothing.
 
-        ``prompt`` is the text spoken just before ``audio`` (Whisper's ``initial_prompt``).
+        ``prompt`` is the text spoken just before ``audio`` (Whisper's ``initial_prompt``);
+        ``lead`` the words ``audio`` starts with (Whisper's ``prefix``), left out of the text.
         """
         samples = as_float32(audio)
         if samples.size == 0:
             return ""
         start = time.perf_counter()
-        text = await asyncio.to_thread(self._decode, samples, prompt)
+        text = await asyncio.to_thread(self._decode, samples, prompt, lead)
         log.debug(
             "transcribed %.2f s in %.3f s: %r", samples.size / SAMPLE_RATE, time.perf_counter() - start, text
         )
         return text
 
-    def open_session(self) -> DecodeSession:
+    def open_session(self, lead: str = "") -> DecodeSession:
         """Not offered: see ``supports_streaming``."""
         raise NotImplementedError("FasterWhisperTranscriber decodes whole utterances only")
 
     async def warmup(self) -> None:
         """Load the model and decode one second of silence."""
         await asyncio.to_thread(self._decode, np.zeros(SAMPLE_RATE, dtype=np.float32))
+
+
+def drop_lead(text: str, lead: str) -> str:
+    """``text`` without ``lead`` at its start (Whisper repeats a forced prefix in its
+    output), compared word by word, ignoring case and punctuation; else ``text``."""
+    words = re.findall(r"\w+", lead.lower())
+    if not words:
+        return text
+    m = re.match(r"^\W*" + r"\W+".join(map(re.escape, words)) + r"\b\W*", text, re.IGNORECASE)
+    return text[m.end() :] if m else text
 
 
 def as_float32(audio: np.ndarray) -> np.ndarray:

@@ -21,9 +21,9 @@ Rules, each for a reason:
   utterance first. The last pause before the end of speech is one too: the decode of
   everything so far starts while the hangover is still running, so even a short
   question is decoded a little earlier (then it is one decode, as a single pass).
-- A cut needs ``min_chunk_s`` of audio since the previous cut, with some speech in
-  it: Whisper is less accurate on tiny pieces ("Hey Jarvis" alone), and each decode
-  has a fixed cost.
+- A cut needs ``min_chunk_s`` of audio since the previous cut (the first: since speech
+  began, not counting a pre-roll), with some speech in it: Whisper is less accurate on
+  tiny pieces ("Hey Jarvis" alone), and each decode has a fixed cost.
 - At most one decode is in flight per session; a pause that comes while one runs is
   skipped (a later pause, or the tail, covers that audio). Decodes never pile up.
 - Each piece after the first gets the committed text as Whisper's ``initial_prompt``,
@@ -44,6 +44,7 @@ Rules, each for a reason:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -72,8 +73,9 @@ class PromptedTranscriber(Protocol):
     name: str
     """Model name, for logs and ``iris status``."""
 
-    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
-        """Text of ``audio``; ``prompt`` is the text that preceded it."""
+    async def transcribe(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
+        """Text of ``audio``; ``prompt`` is the text that preceded it, ``lead`` the words it
+        starts with (``Transcriber.transcribe``)."""
         ...
 
     async def warmup(self) -> None:
@@ -94,9 +96,15 @@ class IncrementalSession:
     """
 
     def __init__(
-        self, decode: Decode, min_chunk_s: float = 2.0, pause_s: float = 0.15, speculative: bool = False
+        self,
+        decode: Decode,
+        min_chunk_s: float = 2.0,
+        pause_s: float = 0.15,
+        speculative: bool = False,
+        first: Decode | None = None,
     ) -> None:
         self._decode = decode
+        self._first = first or decode  # a decode from the utterance's start (it knows the lead)
         self._speculative = speculative
         self._spec: asyncio.Task[str] | None = None  # a decode of everything up to _spec_cut
         self._spec_cut = 0
@@ -108,6 +116,7 @@ class IncrementalSession:
         self._pause_used = False  # this pause already produced a cut
         self._speech_since_cut = 0  # speech samples after the latest cut
         self._last_speech_end = 0  # sample index where the last speech frame ended
+        self._first_speech: int | None = None  # sample index where the first speech frame began
         self._cut = 0  # where the next piece starts (the end of the audio being decoded)
         self._committed = 0  # end of the audio whose text is in _texts
         self._texts: list[str] = []
@@ -142,6 +151,8 @@ class IncrementalSession:
         self._frames.append(frame)
         self._n += len(frame)
         if speech:
+            if self._first_speech is None:
+                self._first_speech = self._n - len(frame)
             self._silence_run = 0
             self._pause_used = False
             self._speech_since_cut += len(frame)
@@ -154,7 +165,11 @@ class IncrementalSession:
         cut = self._n - self._silence_run // 2  # the middle of the pause: clear of both words
         if self._speech_since_cut < MIN_SPEECH_S * SAMPLE_RATE:
             return
-        if cut - self._cut < self._min_chunk:
+        # The first piece counts from the first speech, not from a pre-roll the VAD did not
+        # judge (a wake-word capture's phrase): a cut too early leaves a tail that
+        # continues a prompt, decoded on the slower full window.
+        since = (self._first_speech or 0) if self._cut == 0 else self._cut
+        if cut - since < self._min_chunk:
             if (
                 self._speculative
                 and not self.busy
@@ -179,8 +194,9 @@ class IncrementalSession:
         self._speech_since_cut = 0
         prompt = join_texts(self._texts)
         log.debug("partial decode of %.2f-%.2f s", start / SAMPLE_RATE, cut / SAMPLE_RATE)
+        decode = self._first if start == 0 else self._decode
         loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._partial(piece, prompt, cut), name="stt-partial")
+        self._task = loop.create_task(self._partial(decode, piece, prompt, cut), name="stt-partial")
 
     def _speculate(self, cut: int) -> None:
         """Decode everything not yet committed, up to ``cut``, without committing it."""
@@ -188,8 +204,9 @@ class IncrementalSession:
         self._spec_cut = cut
         self.speculations += 1
         log.debug("speculative decode of %.2f-%.2f s", self._cut / SAMPLE_RATE, cut / SAMPLE_RATE)
-        decode = self._decode(as_float32(piece), join_texts(self._texts))
-        self._spec = asyncio.get_running_loop().create_task(decode, name="stt-speculative")
+        decode = self._first if self._cut == 0 else self._decode
+        running = decode(as_float32(piece), join_texts(self._texts))
+        self._spec = asyncio.get_running_loop().create_task(running, name="stt-speculative")
 
     def _drop_speculation(self) -> None:
         if self._spec is not None:
@@ -220,9 +237,9 @@ class IncrementalSession:
         and no speech came since (the pipeline may start answering it); None otherwise."""
         return self.words()[0] if self._speculative else None
 
-    async def _partial(self, piece: np.ndarray, prompt: str, cut: int) -> None:
+    async def _partial(self, decode: Decode, piece: np.ndarray, prompt: str, cut: int) -> None:
         try:
-            text = await self._decode(as_float32(piece), prompt)
+            text = await decode(as_float32(piece), prompt)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the final decode falls back to one pass
@@ -262,7 +279,7 @@ class IncrementalSession:
         self._drop_speculation()
         if self._failed or len(samples) < self._committed or not self._texts:
             # nothing committed (a short question, or speech without pauses): one pass
-            self._texts = [await self._decode(as_float32(samples), "")] if samples.size else []
+            self._texts = [await self._first(as_float32(samples), "")] if samples.size else []
         elif self._last_speech_end > self._committed:
             tail = samples[self._committed :]
             self._texts.append(await self._decode(as_float32(tail), join_texts(self._texts)))
@@ -317,17 +334,18 @@ class StreamingTranscriber:
         self.speculative = speculative
         """Decode at every pause as if it ended the utterance (``stt.speculative``)."""
 
-    async def transcribe(self, audio: np.ndarray) -> str:
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
         """The whole utterance in one pass."""
-        return await self.inner.transcribe(audio)
+        return await self.inner.transcribe(audio, lead=lead)
 
     async def warmup(self) -> None:
         """Load the model."""
         await self.inner.warmup()
 
-    def open_session(self) -> IncrementalSession:
-        """A session for the utterance now being captured."""
-        return IncrementalSession(self._decode, self.min_chunk_s, self.pause_s, self.speculative)
+    def open_session(self, lead: str = "") -> IncrementalSession:
+        """A session for the utterance now being captured (``lead``: the words it starts with)."""
+        first = functools.partial(self._decode, lead=lead) if lead else None
+        return IncrementalSession(self._decode, self.min_chunk_s, self.pause_s, self.speculative, first)
 
-    async def _decode(self, audio: np.ndarray, prompt: str) -> str:
-        return await self.inner.transcribe(audio, prompt=prompt)
+    async def _decode(self, audio: np.ndarray, prompt: str, lead: str = "") -> str:
+        return await self.inner.transcribe(audio, prompt=prompt, lead=lead)

@@ -141,13 +141,15 @@ class ShortWindow:
         """Whether audio of ``samples`` fits a short window at all (else: the full window)."""
         return self.usable and samples // 160 + self.pad_frames < FULL_FRAMES
 
-    def prompt_tokens(self, prompt: str) -> list[int]:
-        """The decoder prompt, built as faster-whisper's ``get_prompt`` builds it."""
+    def prompt_tokens(self, prompt: str, lead: str = "") -> list[int]:
+        """The decoder prompt, built as faster-whisper's ``get_prompt`` builds it (``lead``:
+        its ``prefix``, the words the audio starts with)."""
         tokens: list[int] = []
         if prompt.strip():
             previous = self.tokenizer.encode(" " + prompt.strip())
             tokens = [self.tokenizer.sot_prev, *previous[-(self.model.max_length // 2 - 1) :]]
-        return [*tokens, *self.tokenizer.sot_sequence, self.tokenizer.no_timestamps]
+        forced = self.tokenizer.encode(" " + lead.strip()) if lead.strip() else []
+        return [*tokens, *self.tokenizer.sot_sequence, self.tokenizer.no_timestamps, *forced]
 
     def encode(self, audio: np.ndarray) -> Any:
         """The encoder output of ``audio`` plus ``pad_s`` of zero features."""
@@ -161,10 +163,10 @@ class ShortWindow:
         window[:, :content] = features[:, :content]
         return self.model.model.encode(ctranslate2.StorageView.from_array(window[None]))
 
-    def decode_short(self, audio: np.ndarray, prompt: str = "") -> tuple[str, str | None]:
+    def decode_short(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> tuple[str, str | None]:
         """The short window's text and what looks wrong with it (None: nothing)."""
-        prompt_ids = self.prompt_tokens(prompt)
-        budget = token_budget(audio.size)
+        prompt_ids = self.prompt_tokens(prompt, lead)
+        budget = token_budget(audio.size)  # (the result holds the lead's tokens too: so does the audio)
         # CTranslate2 stops Whisper well before max_length; twice the room (capped at the
         # model's 448) lets a loop run past the budget, where it is seen.
         max_length = min(self.model.max_length, 2 * (len(prompt_ids) + budget) + 2)
@@ -197,12 +199,14 @@ class ShortWindow:
             return "unsure"
         return None
 
-    def decode(self, audio: np.ndarray, prompt: str, full: Callable[[np.ndarray, str], str]) -> str:
+    def decode(
+        self, audio: np.ndarray, prompt: str, full: Callable[[np.ndarray, str, str], str], lead: str = ""
+    ) -> str:
         """The text of ``audio``: the short window's when it looks right, else ``full``'s."""
         self.last = None
         if not self.fits(audio.size):
-            return full(audio, prompt)
-        text, reason = self.decode_short(audio, prompt)
+            return full(audio, prompt, lead)
+        text, reason = self.decode_short(audio, prompt, lead)
         if reason is None:
             self.counts["short"] += 1
             return text
@@ -210,7 +214,7 @@ class ShortWindow:
         self.counts["fallback"] += 1
         self.counts[reason] += 1
         log.debug("short-window decode %s (%r): decoding the full 30 s window", reason, text[:80])
-        text = full(audio, prompt)
+        text = full(audio, prompt, lead)
         if repetition(text):
             self.counts["trimmed"] += 1
             log.debug("the full window repeats too, trimmed: %r", text[:80])

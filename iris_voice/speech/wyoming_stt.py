@@ -59,11 +59,12 @@ class WyomingTranscriber:
         self.sent_ms: float | None = None
         """The last request's protocol work on this side: connecting and sending the audio."""
 
-    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
+    async def transcribe(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         """Text of ``audio`` (float32 mono, 16 kHz, -1..1; int16 is sent as is); "" for nothing.
 
-        ``prompt`` (the words before this piece, ``stt.incremental``) has no Wyoming field:
-        each piece is decoded on its own.
+        ``prompt`` (the words before this piece, ``stt.incremental``) and ``lead`` (the wake
+        phrase the audio starts with) have no Wyoming field: the server hears the audio
+        alone, and the pipeline strips the wake phrase from its text.
         Raises ``SpeechError`` (``stt-unreachable``) naming ``stt.uri`` when the server is
         gone, slow beyond ``stt.timeout_s`` or reports an error.
         """
@@ -115,7 +116,7 @@ class WyomingTranscriber:
                         return str(Transcript.from_event(event).text or "")
                     return "".join(pieces)
 
-    def open_session(self) -> DecodeSession:
+    def open_session(self, lead: str = "") -> DecodeSession:
         """Not offered: see ``supports_streaming``."""
         raise NotImplementedError("WyomingTranscriber sends whole utterances")
 

@@ -47,6 +47,9 @@ class Utterance:
     detector), ``max_length``."""
     turn_probability: float | None = None
     """The turn detector's last verdict in this capture (None without one)."""
+    lead: str = ""
+    """Words the audio is known to start with: the wake phrase a wake-word capture keeps
+    ("Hey Jarvis,"); "" for other captures."""
 
 
 @dataclass(frozen=True)

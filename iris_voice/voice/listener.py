@@ -47,7 +47,8 @@ from iris_voice.voice.heard import (
     Utterance,
     UtteranceReady,
 )
-from iris_voice.voice.wakewatch import FRAME_S, WakeWatch
+from iris_voice.voice.phrases import wake_phrase_text
+from iris_voice.voice.wakewatch import FRAME_S, WAKE_CUT_S, WAKE_PRE_ROLL_S, WakeWatch
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +73,16 @@ class Listener:
         clock: Callable[[], float] = time.monotonic,
         wake_threshold: float = 0.5,
         turn_end: TurnEnd | None = None,
+        keep_phrase: bool = True,
     ) -> None:
         if cfg.activation == "wake_word" and wake is None:
             raise ValueError("activation 'wake_word' needs a wake-word detector")
         self.cfg = cfg
         self.vad = vad
         self.wake = wake
-        self.wakes = WakeWatch(wake, vad, wake_threshold, publish, lambda: self.guard)
+        pre_roll_s = WAKE_PRE_ROLL_S if keep_phrase else WAKE_CUT_S  # (``wake.keep_phrase``)
+        self.wakes = WakeWatch(wake, vad, wake_threshold, publish, lambda: self.guard, pre_roll_s)
+        self._keep_phrase = keep_phrase
         """When the wake-word model runs and what its detections open (``wakewatch``)."""
         self.turn_end = turn_end
         """Asks a turn detector at each pause (``audio.end_of_turn = "smart_turn"``); None:
@@ -97,10 +101,11 @@ class Listener:
         )
         self._capture: list[np.ndarray] | None = None
         self._trigger = Trigger.ALWAYS
+        self._lead = ""  # the words the capture starts with (``Utterance.lead``)
         self._capture_start_s = 0.0
         self._seg: Segmenter | None = None
         self._speech_run = 0
-        self.sessions: Callable[[], DecodeSession] | None = None
+        self.sessions: Callable[[str], DecodeSession] | None = None
         """Opens an incremental decode for each capture (set by the pipeline when its
         transcriber ``supports_streaming``), or None."""
         self._session: DecodeSession | None = None
@@ -224,9 +229,9 @@ class Listener:
             return
         self._pre.append((frame, False))
         if self.cfg.activation == "wake_word":
-            frames = await self.wakes.gated(frame, self.position_s, lambda: [f for f, _ in self._pre])
+            frames = await self.wakes.gated(frame, self.position_s)
             if frames is not None:
-                self._start(Trigger.WAKE_WORD, frames)
+                self._start(Trigger.WAKE_WORD, frames, lead=self._wake_lead())
 
     async def _speech_starts(self, frame: np.ndarray) -> bool:
         """Judge ``frame`` into the pre-roll; True once ``SPEECH_START_S`` of speech ran."""
@@ -276,9 +281,8 @@ class Listener:
             barge = self._mode == ListenMode.ANSWERING and self.cfg.barge_in != "off"
             if barge:
                 self._emit(BargeIn(Trigger.WAKE_WORD))
-            self._start(
-                Trigger.BARGE_IN if barge else Trigger.WAKE_WORD, capture[-self.wakes.pre_roll_frames() :]
-            )
+            trigger = Trigger.BARGE_IN if barge else Trigger.WAKE_WORD
+            self._start(trigger, capture[-self.wakes.pre_roll_frames() :], lead=self._wake_lead())
             return
         # Hysteresis, as Silero's own segmenter does: once inside speech, a softer syllable
         # (probability a little under the threshold) still counts as speech.
@@ -307,6 +311,7 @@ class Listener:
                 session=self._session,
                 end_reason=event.reason,
                 turn_probability=turn_end.last if turn_end is not None else None,
+                lead=self._lead,
             )
             self._session = None  # handed over with the utterance: the turn finishes it
             self._finish()
@@ -330,9 +335,13 @@ class Listener:
             self._speculated = True
             self._emit(Speculation(text))
 
-    def _start(self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False) -> None:
-        """Open a capture with ``frames`` already in it (pre-roll)."""
+    def _start(
+        self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False, lead: str = ""
+    ) -> None:
+        """Open a capture with ``frames`` already in it (pre-roll; ``lead``: the words they
+        are known to start with, the wake phrase)."""
         self._trigger = trigger
+        self._lead = lead
         if self.turn_end is not None:
             self.turn_end.reset()
         # With a turn detector, silence alone ends a turn only after the long wait.
@@ -366,7 +375,7 @@ class Listener:
         self._drop_session()
         if self.sessions is None or self._trigger is Trigger.ALARM:
             return  # (an alarm's capture is mostly not a question: no decode ahead, no speculation)
-        self._session = self.sessions()
+        self._session = self.sessions(self._lead)
         # the last len(frames) verdicts; unjudged pre-roll counts as silence
         flags = ([False] * len(frames) + flags)[len(flags) :]
         for frame, speech in zip(frames, flags, strict=True):
@@ -377,6 +386,9 @@ class Listener:
         if self._session is not None:
             self._session.cancel()
             self._session = None
+
+    def _wake_lead(self) -> str:
+        return wake_phrase_text(self.wake.name) if self.wake is not None and self._keep_phrase else ""
 
     def _finish(self) -> None:
         self._drop_session()

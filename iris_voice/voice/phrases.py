@@ -27,6 +27,14 @@ def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
     return re.compile(rf"^\W*{prefix}{re.escape(last)}\b\W*", re.IGNORECASE)
 
 
+def wake_phrase_text(wake_name: str) -> str:
+    """The wake phrase as a transcript opens with it ("hey_jarvis" → "Hey Jarvis,"): what a
+    wake-word capture is known to start with (``Transcriber.transcribe``'s ``lead``)."""
+    stem = re.sub(r"\.(onnx|tflite)$", "", re.split(r"[/\\]", wake_name)[-1].lower())
+    words = [w for w in re.split(r"[_\W]+", stem) if w and not re.fullmatch(r"v?\d+", w)]
+    return (" ".join(w.capitalize() for w in words) + ",") if words else ""
+
+
 def strip_wake_phrase(wake_name: str, text: str) -> str:
     """``text`` without the wake phrase at its start, also as Whisper misspells it after
     the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the

@@ -281,14 +281,16 @@ class VoicePipeline:
                     text = await session.finish(utt.audio)
                     timings.update(session.timings())
                 else:
-                    text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+                    text = await self.stt.transcribe(utt.audio.astype(np.float32) / 32768.0, lead=utt.lead)
             except SpeechError as exc:
                 if not is_speech_server_code(exc.code):
                     raise
                 await self._stt_unreachable(utt, exc, timings)
                 return
             timings["stt"] = round((self._clock() - started) * 1000, 1)
-            wake_alone = is_wake_phrase_alone(self._wake_name, text)
+            # (a capture that kept the wake phrase as its lead and says nothing more: "")
+            nothing = not re.search(r"\w", text)
+            wake_alone = is_wake_phrase_alone(self._wake_name, text) or bool(utt.lead and nothing)
             text = strip_wake_phrase(self._wake_name, text)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])

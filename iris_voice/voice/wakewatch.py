@@ -26,9 +26,14 @@ from iris_voice.voice.echoguard import EchoGuard
 log = logging.getLogger("iris_voice.voice.listener")  # one logger for the listener's lines
 
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
-WAKE_PRE_ROLL_S = 0.25
-"""Audio kept from before a wake-word detection: the model fires a little after the word
-ends, and someone who says "hey Jarvis what time…" in one breath has started the question."""
+WAKE_PRE_ROLL_S = 1.0
+"""Audio kept from before a wake-word detection: the whole phrase (the model fires a
+little after it ends). With only the end of it, a late detection or a speaker who runs
+"hey Jarvis what time…" together loses the question's first words, and Whisper guesses
+the rest ("What time did you learn?"); with the phrase, it hears the sentence as said and
+is told it opens with the phrase (``Utterance.lead``). (``tools/bench/wake_capture``.)"""
+WAKE_CUT_S = 0.25
+"""The pre-roll with ``wake.keep_phrase = false``: only the end of the phrase."""
 WAKE_GATE_THRESHOLD = 0.2
 """VAD probability that wakes the wake-word model (low: missing a wake word is worse than CPU)."""
 WAKE_GATE_HOLD_S = 2.0
@@ -56,14 +61,19 @@ class WakeWatch:
         threshold: float,
         publish: Callable[[Event], None],
         guard: Callable[[], EchoGuard | None],
+        pre_roll_s: float = WAKE_PRE_ROLL_S,
     ) -> None:
         self.wake = wake
+        self.pre_roll_s = pre_roll_s
+        """Audio kept from before a detection (``WAKE_PRE_ROLL_S`` or ``WAKE_CUT_S``)."""
         self.vad = vad
         self.threshold = threshold
         """Score at which the wake word counts (``wake.threshold``)."""
         self._publish = publish
         self._guard = guard
         self._unfed: deque[np.ndarray] = deque(maxlen=round(WAKE_GATE_BUFFER_S / FRAME_S))
+        self._recent: deque[np.ndarray] = deque(maxlen=self._unfed.maxlen)  # a capture's pre-roll
+        self._recent_at = -1.0  # the position of its last frame
         self._gate_until = -1.0
         self._backlog: list[np.ndarray] | None = None  # a watched capture's frames not yet seen
         self.score = 0.0
@@ -88,6 +98,7 @@ class WakeWatch:
     def quiet(self) -> None:
         """Forget audio not yet fed to the model (IRIS's own echo, say)."""
         self._unfed.clear()
+        self._recent.clear()
         self.reset()
 
     def reset(self) -> None:
@@ -95,17 +106,19 @@ class WakeWatch:
         if self.wake is not None:
             self.wake.reset()
 
-    async def gated(
-        self, frame: np.ndarray, position_s: float, heard: Callable[[], list[np.ndarray]]
-    ) -> list[np.ndarray] | None:
+    async def gated(self, frame: np.ndarray, position_s: float) -> list[np.ndarray] | None:
         """Run the wake-word model only while there is sound that may be speech; the frames
-        of a wake-word capture when it fires (``heard``: the listener's pre-roll), else None.
+        of a wake-word capture when it fires, else None.
 
         Silero costs a tenth of the wake-word model per frame, so in a quiet room IRIS
         idles on the VAD alone. When it hears something, the wake model catches up on
         the last ``WAKE_GATE_BUFFER_S`` of audio first, so it sees "hey Jarvis" whole.
         """
         self._unfed.append(frame)
+        if position_s - self._recent_at > 1.5 * FRAME_S:
+            self._recent.clear()  # frames were not idle's since (a capture, a reply): not a pre-roll
+        self._recent.append(frame)
+        self._recent_at = position_s
         if await self.vad.probability(frame) >= WAKE_GATE_THRESHOLD:
             self._gate_until = position_s + WAKE_GATE_HOLD_S
         if position_s > self._gate_until:
@@ -114,20 +127,16 @@ class WakeWatch:
         self._unfed.clear()
         for i, f in enumerate(batch):
             if await self.fired(f, during_speech=False):
-                return self._from_detection(heard(), batch, i)
+                return self._from_detection(batch, i)
         return None
 
-    def _from_detection(self, heard: list[np.ndarray], batch: list[np.ndarray], i: int) -> list[np.ndarray]:
-        """A wake-word capture's first frames: up to ``WAKE_PRE_ROLL_S`` of ``batch`` before
-        its detection at ``batch[i]`` (the catch-up of a quiet room has them; mid-speech the
-        batch is that one frame), moved back by as much as the detector fires late
-        (``late_s``, from the listener's pre-roll ``heard``), and what was said after it."""
-        base = max(0, i + 1 - max(1, round(WAKE_PRE_ROLL_S / FRAME_S)))
-        late = round(self.wake.late_s / FRAME_S) if self.wake is not None else 0
-        before = heard[: max(0, len(heard) - len(batch))]  # the pre-roll ends with the batch
-        history = before + batch
-        start = max(0, len(before) + base - late)
-        return history[start : len(before) + i + 1] + batch[i + 1 :]
+    def _from_detection(self, batch: list[np.ndarray], i: int) -> list[np.ndarray]:
+        """A wake-word capture's first frames: the last ``pre_roll_frames()`` up to the
+        detection at ``batch[i]`` (the catch-up of a quiet room has them in ``batch``;
+        mid-speech the batch is that one frame), and what was said after it."""
+        after = batch[i + 1 :]
+        upto = list(self._recent)[: len(self._recent) - len(after)]
+        return upto[-self.pre_roll_frames() :] + after
 
     async def in_capture(self, frame: np.ndarray, capture_s: float, position_s: float) -> bool:
         """In the first ``WAKE_WATCH_S`` (``capture_s`` so far) of a watched capture, run the
@@ -147,10 +156,10 @@ class WakeWatch:
         return False
 
     def pre_roll_frames(self) -> int:
-        """Frames kept from before a detection: ``WAKE_PRE_ROLL_S``, and as much again as
-        the detector fires late (``wake.patience``), so the same audio comes before the question."""
+        """Frames kept from before a detection: ``pre_roll_s``, and as much again as the
+        detector fires late (``wake.patience``), so the same audio comes before the question."""
         late = self.wake.late_s if self.wake is not None else 0.0
-        return max(1, round((WAKE_PRE_ROLL_S + late) / FRAME_S))
+        return max(1, round((self.pre_roll_s + late) / FRAME_S))
 
     async def fired(self, frame: np.ndarray, during_speech: bool) -> bool:
         """Feed ``frame`` to the model; True on a detection (over IRIS's own voice the echo

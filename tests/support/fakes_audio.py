@@ -106,17 +106,19 @@ class FakeStt:
     def __init__(self, *texts: str) -> None:
         self.texts = list(texts)
         self.audio: list[np.ndarray] = []
+        self.leads: list[str] = []
 
-    async def transcribe(self, audio: np.ndarray) -> str:
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
         """The next scripted text."""
         self.audio.append(audio)
+        self.leads.append(lead)
         await asyncio.sleep(0.01)
         return self.texts.pop(0) if self.texts else ""
 
     async def warmup(self) -> None:
         """Nothing to load."""
 
-    def open_session(self):
+    def open_session(self, lead: str = ""):
         """Not offered (``supports_streaming`` is False)."""
         raise NotImplementedError
 

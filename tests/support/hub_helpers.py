@@ -27,7 +27,7 @@ class TextStt:
     name = "text-stt"
     supports_streaming = False
 
-    async def transcribe(self, audio: np.ndarray) -> str:
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
         await asyncio.sleep(0.01)
         pcm = np.round(audio * 32768).astype(np.int16).tobytes()
         return pcm.rstrip(b"\0").decode()

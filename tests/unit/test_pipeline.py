@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from iris_voice.config import AudioConfig, LlmConfig
@@ -32,6 +33,7 @@ from iris_voice.voice.phrases import (
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.servergone import UNREACHABLE
 from iris_voice.voice.speaker import ReplySpeaker
+from iris_voice.voice.wakewatch import WAKE_PRE_ROLL_S
 from tests.support.fakes import ScriptedBackend, chat_assistant
 from tests.support.fakes_audio import (
     SILENCE,
@@ -76,7 +78,7 @@ async def test_wake_word_question_is_answered_in_order():
     h = Harness(
         ScriptedBackend("It is noon in Tokyo. Anything else?"), FakeStt("Hey Jarvis, what time is it?")
     )
-    await h.run(ScriptSource(frames(SILENCE, 0.5) + QUESTION))
+    await h.run(ScriptSource(frames(SILENCE, 3.0) + QUESTION))
     order = h.kinds(
         WakeWordDetected, SpeechStarted, SpeechEnded, Transcript, TurnStarted,
         SentenceReady, PlaybackStarted, TurnFinished, PlaybackStopped,
@@ -92,9 +94,11 @@ async def test_wake_word_question_is_answered_in_order():
     transcript = next(e for e in h.events if isinstance(e, Transcript))
     assert transcript.text == "what time is it?"  # the wake phrase is not part of the question
     assert h.tts.spoken == ["It is noon in Tokyo.", "Anything else?"]
-    # the question's audio: a little pre-roll, the speech, and the hangover; not the seconds of silence before
+    # the question's audio: the wake phrase (told to the transcriber as the words it starts
+    # with), the speech and the hangover; not the seconds of silence before
     seconds = len(h.stt.audio[0]) / 16000
-    assert 1.0 + 0.3 <= seconds <= 1.0 + 0.1 + 0.3 + 0.25 + 0.1
+    assert 0.2 + 0.1 + 1.0 + 0.3 <= seconds <= WAKE_PRE_ROLL_S + 0.1 + 1.0 + 0.3 + 0.1
+    assert h.stt.leads == ["Hey Jarvis,"]
     turn = h.pipeline.turns[-1]
     assert turn["transcript"] == "what time is it?" and turn["trigger"] == "wake_word"
     t = turn["timings_ms"]
@@ -102,6 +106,38 @@ async def test_wake_word_question_is_answered_in_order():
     assert 300 <= t["vad_hangover"] < 340
     assert turn["first_audio_ms"] >= t["vad_hangover"] + t["stt"]
     assert h.pipeline.state == "idle"
+
+
+async def test_a_wake_capture_after_a_reply_starts_with_the_phrase_not_the_reply():
+    """The wake phrase's pre-roll is audio heard while idle just before the detection:
+    never frames from before the last reply (a gap in what the wake model watched)."""
+    h = Harness(ScriptedBackend("Sure.", "Noon."), FakeStt("first", "second"), follow_up_s=0.0)
+    await h.run(ScriptSource(frames(SILENCE, 1.0) + QUESTION + frames(SILENCE, 0.5), tail_s=0.0))
+    for _ in range(300):  # the reply plays and IRIS is idle again
+        if h.pipeline.state == "idle":
+            break
+        await asyncio.sleep(0.01)
+    h2_source = ScriptSource(frames(WAKE, 0.2) + frames(SPEECH, 1.0))
+    h.listener.position_s += 5.0  # frames went by unwatched (IRIS spoke)
+    await h.run(h2_source)
+    first, second = (np.rint(a * 32768).astype(int) for a in h.stt.audio)
+    assert first[0] == SILENCE and (first == WAKE).sum() == len(frames(WAKE, 0.2)) * len(first[:512])
+    assert second[0] == WAKE  # it opens with the phrase: nothing from before the gap
+    assert h.stt.leads == ["Hey Jarvis,", "Hey Jarvis,"]
+
+
+def test_the_wake_phrase_a_capture_opens_with():
+    from iris_voice.speech.stt import drop_lead
+    from iris_voice.voice.phrases import wake_phrase_text
+
+    assert wake_phrase_text("hey_jarvis") == "Hey Jarvis,"
+    assert wake_phrase_text("/models/hey_mycroft_v0.1.onnx") == "Hey Mycroft,"
+    assert wake_phrase_text("alexa_v0.1") == "Alexa,"
+    assert drop_lead("Hey Jarvis, what time is it?", "Hey Jarvis,") == "what time is it?"
+    assert drop_lead("hey, Jarvis. What time is it?", "Hey Jarvis,") == "What time is it?"
+    assert drop_lead("Hey guys, what time is it?", "Hey Jarvis,") == "Hey guys, what time is it?"
+    assert drop_lead("Hey Jarvis.", "Hey Jarvis,") == ""
+    assert drop_lead("Hey Jarvis, hey Jarvis.", "") == "Hey Jarvis, hey Jarvis."
 
 
 async def test_speech_without_the_wake_word_is_ignored():

@@ -28,7 +28,7 @@ class WordsByRuns:
     def __init__(self) -> None:
         self.decodes: list[str] = []
 
-    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
+    async def transcribe(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         speech = (np.rint(audio[::512] * 32768) == SPEECH).astype(int)
         runs = int(speech[0]) + int(np.sum(np.diff(speech) == 1)) if speech.size else 0
         skip = len(prompt.split()) and 1  # a piece after a committed prefix continues it

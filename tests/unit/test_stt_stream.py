@@ -114,6 +114,42 @@ async def test_a_short_utterance_is_decoded_once_after_it_ends():
     assert text == f"0-{f.n - 1}" and s.timings()["stt_partials"] == 0
 
 
+async def test_only_decodes_from_the_start_are_told_the_words_it_opens_with():
+    """A wake-word capture keeps the wake phrase: the first piece (and a speculative decode
+    from the start) is decoded with it as the lead; the tail continues the committed text."""
+    leads: list[tuple[str, str]] = []
+    dec = FakeDecoder()
+
+    async def first(audio: np.ndarray, prompt: str) -> str:
+        text = await dec(audio, prompt)
+        leads.append((text, "Hey Jarvis,"))
+        return text
+
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15, speculative=True, first=first)
+    f = Feeder(s)
+    f.speech(2.4), f.silence(0.2)  # a cut at this pause: the first piece
+    await settle()
+    f.speech(0.8)
+    text = await s.finish()
+    first_piece, tail = text.split()
+    assert leads == [(first_piece, "Hey Jarvis,")]  # the tail was decoded without the lead
+    assert [c[0] for c in dec.calls] == [first_piece, tail] and tiles(text, dec, f.n)
+
+
+async def test_a_pre_roll_before_the_speech_does_not_count_toward_the_first_piece():
+    """A wake-word capture opens with a second of unjudged pre-roll: the first cut still
+    waits for ``min_chunk_s`` after speech began (an early cut leaves a prompted tail)."""
+    dec = FakeDecoder()
+    s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)
+    f = Feeder(s)
+    f.silence(1.2), f.speech(1.2), f.silence(0.2)  # 2.6 s of audio, 1.2 s since speech began
+    await settle()
+    assert dec.calls == [] and s.partials == 0
+    f.speech(1.0), f.silence(0.2)  # now 2.4 s since speech began
+    await settle()
+    assert s.partials == 1
+
+
 async def test_a_pause_after_enough_audio_commits_a_prefix_and_only_the_tail_is_left():
     dec = FakeDecoder()
     s = IncrementalSession(dec, min_chunk_s=2.0, pause_s=0.15)
@@ -216,7 +252,7 @@ class FakePromptedStt:
     def __init__(self) -> None:
         self.decoder = FakeDecoder()
 
-    async def transcribe(self, audio: np.ndarray, prompt: str = "") -> str:
+    async def transcribe(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         return await self.decoder(audio, prompt)
 
     async def warmup(self) -> None:
@@ -250,8 +286,8 @@ async def test_an_abandoned_capture_cancels_its_session():
     stt = StreamingTranscriber(inner, min_chunk_s=1.0, pause_s=0.15)
     original = stt.open_session
 
-    def spy() -> IncrementalSession:
-        opened.append(original())
+    def spy(lead: str = "") -> IncrementalSession:
+        opened.append(original(lead))
         return opened[-1]
 
     stt.open_session = spy  # type: ignore[method-assign]

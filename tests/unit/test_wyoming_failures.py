@@ -234,11 +234,11 @@ QUESTION = frames(WAKE, 0.2) + frames(SILENCE, 0.1) + frames(SPEECH, 1.0)
 class FlakyStt(FakeStt):
     """A transcriber whose server is gone for the first utterance."""
 
-    async def transcribe(self, audio: np.ndarray) -> str:
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
         if not self.audio:
             self.audio.append(audio)
             raise SpeechError(Code.STT_UNREACHABLE, "stt.uri: cannot connect to tcp://gpu:10300: refused")
-        return await super().transcribe(audio)
+        return await super().transcribe(audio, lead)
 
 
 class FlakyTts(FakeTts):

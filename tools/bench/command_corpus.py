@@ -2,7 +2,8 @@
 
 200 short commands and questions of the kinds IRIS is asked (timers, reminders, the time
 somewhere, sums, the date, small talk), drawn from templates with a fixed seed, each spoken
-once by one of several voices:
+once by one of several voices (``wake=True``: "Hey Jarvis, " first, as the wake-word
+capture benchmark needs them, ``tools/bench/wake_capture.py``):
 
 - IRIS's packaged Piper voice (en_US joe, voice noise seeded) at length scales 1.0, 1.25
   and 0.85;
@@ -11,8 +12,9 @@ once by one of several voices:
 and every third one mixed with seeded noise (white or brown) at 20, 10 or 5 dB SNR. Each
 clip has 0.3 s of silence before and after the words, as a pause's decode sees them.
 
-Made once into ``$IRIS_CACHE/stt-commands/<recipe hash>/`` (16 kHz mono WAVs and
-``manifest.json``; never committed) and reused while the recipe holds.
+Made once into ``$IRIS_CACHE/stt-commands/<recipe hash>/`` (``wake-commands/`` with the wake
+phrase; 16 kHz mono WAVs and ``manifest.json``; never committed) and reused while the recipe
+holds.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ SEED = 20261127
 COUNT = 200
 EDGE_S = 0.3
 """Silence before and after the words."""
+WAKE_PREFIX = "Hey Jarvis, "
+"""Said first in the wake-word variant of the corpus."""
 PIPER_SPEEDS = (1.0, 1.25, 0.85)
 ESPEAK_VOICES = (
     ("en-us+f3", 160),
@@ -90,43 +94,45 @@ class Command:
     seconds: float
 
 
-def texts() -> list[str]:
-    """The ``COUNT`` commands, drawn from the templates with the fixed seed."""
+def texts(prefix: str = "") -> list[str]:
+    """The ``COUNT`` commands, drawn from the templates with the fixed seed, after ``prefix``."""
     rng = random.Random(SEED)
     out = []
     for i in range(COUNT):
         template = TEMPLATES[i % len(TEMPLATES)] if i < len(TEMPLATES) else rng.choice(TEMPLATES)
-        out.append(template.format(
+        out.append(prefix + template.format(
             n=rng.choice(NUMBERS), food=rng.choice(FOODS), city=rng.choice(CITIES),
             a=rng.randint(2, 99), b=rng.randint(2, 99), task=rng.choice(TASKS),
             country=rng.choice(COUNTRIES)))  # fmt: skip
     return out
 
 
-def corpus_dir() -> Path:
-    """Where the corpus of the current recipe lives."""
+def corpus_dir(wake: bool = False) -> Path:
+    """Where the corpus of the current recipe lives (``wake``: the one with the wake phrase)."""
     recipe = {
         "version": GENERATOR_VERSION,
         "seed": SEED,
-        "texts": texts(),
+        "texts": texts(WAKE_PREFIX if wake else ""),
         "piper": [version("piper-tts"), PIPER_SPEEDS],
         "espeak": [_tool_version(["espeak-ng", "--version"]), ESPEAK_VOICES],
         "noise": [NOISE_SNRS_DB, EDGE_S],
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / "stt-commands" / digest
+    return cache_dir() / ("wake-commands" if wake else "stt-commands") / digest
 
 
-def ensure_commands(log=print) -> tuple[Path, list[Command]]:
-    """Make the corpus unless the current recipe's is cached; its directory and commands."""
-    target = corpus_dir()
-    rows = cached_manifest(target, f"{COUNT} spoken commands", lambda: _generate(target), log)
+def ensure_commands(log=print, wake: bool = False) -> tuple[Path, list[Command]]:
+    """Make the corpus unless the current recipe's is cached; its directory and commands
+    (``wake``: each command after "Hey Jarvis, ")."""
+    target = corpus_dir(wake)
+    what = f"{COUNT} spoken commands" + (" with the wake phrase" if wake else "")
+    rows = cached_manifest(target, what, lambda: _generate(target, WAKE_PREFIX if wake else ""), log)
     return target, [Command(**row) for row in rows]
 
 
-def _generate(target: Path) -> list[Command]:
+def _generate(target: Path, prefix: str) -> list[Command]:
     rng = np.random.default_rng(SEED)
-    spoken = _speak(texts())
+    spoken = _speak(texts(prefix))
     edge = np.zeros(round(EDGE_S * SAMPLE_RATE), np.float64)
     commands = []
     for i, (text, voice, audio) in enumerate(spoken):

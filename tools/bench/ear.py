@@ -47,6 +47,7 @@ LEVERS: dict[str, tuple[str, str, Any]] = {
     "recheck": ("audio", "end_of_turn_recheck_ms", 0),
     "window": ("stt", "window", "full"),
     "pause": ("stt", "incremental_pause_ms", 150),
+    "phrase": ("wake", "keep_phrase", False),
 }
 """Lever → (section, key, its value before the lever): ``before`` sets them all. The history's
 trimming in steps (``Bounds.keep``) has no config key, so ``before`` cannot trim one turn at a

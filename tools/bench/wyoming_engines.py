@@ -97,8 +97,8 @@ class ServerStyleDecode:
             )  # fmt: skip
             return " ".join(" ".join(segment.text for segment in segments).split())
 
-    async def transcribe(self, audio: np.ndarray) -> str:
-        """Text of int16 ``audio`` in a worker thread."""
+    async def transcribe(self, audio: np.ndarray, lead: str = "") -> str:
+        """Text of int16 ``audio`` in a worker thread (``lead`` is not used)."""
         return await asyncio.to_thread(self._decode, audio)
 
 
