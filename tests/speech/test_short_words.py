@@ -91,7 +91,7 @@ async def test_a_real_stop_is_a_turn_in_file_mode_and_noises_are_not(speech_mani
 
 async def test_a_real_stop_after_the_wake_word_is_heard_by_the_daemons_listener(speech_manifest, tmp_path):
     """The wake-word listener (Silero, openWakeWord, Smart Turn as configured) keeps the
-    whole short word after "Hey Jarvis"."""
+    whole short word after "Hey Jarvis" (and the phrase itself, told to Whisper as the lead)."""
     from iris_voice.app.assembly import build_app, build_listener, warm_up
     from tools.testbed.fixtures import read_wav
 
@@ -111,8 +111,8 @@ async def test_a_real_stop_after_the_wake_word_is_heard_by_the_daemons_listener(
         ]
         assert len(ready) == 1, ready
         utt = ready[0].utterance
-        assert utt.trigger == "wake_word"
-        text = await app.engines.stt.transcribe(utt.audio.astype(np.float32) / 32768.0)
+        assert utt.trigger == "wake_word" and utt.lead == "Hey Jarvis,"
+        text = await app.engines.stt.transcribe(utt.audio.astype(np.float32) / 32768.0, lead=utt.lead)
         assert words(text) == ["stop"], text
     finally:
         await app.close()

@@ -67,9 +67,9 @@ def test_a_window_that_loops_falls_back_to_the_full_window(speech_manifest, full
         looped.append((name, text, reason))
         calls = []
 
-        def whole(samples: np.ndarray, prompt: str, calls: list = calls) -> str:
+        def whole(samples: np.ndarray, prompt: str, lead: str = "", calls: list = calls) -> str:
             calls.append(samples)
-            return full._full(samples, prompt)
+            return full._full(samples, prompt, lead)
 
         final = window.decode(audio, "", whole)
         assert len(calls) == 1 and calls[0] is audio
@@ -83,7 +83,7 @@ def test_a_window_that_loops_falls_back_to_the_full_window(speech_manifest, full
 class LoopingWindow(ShortWindow):
     """A short window whose decoder always loops (the seam: ``decode_short``)."""
 
-    def decode_short(self, audio: np.ndarray, prompt: str = "") -> tuple[str, str | None]:
+    def decode_short(self, audio: np.ndarray, prompt: str = "", lead: str = "") -> tuple[str, str | None]:
         text = "What time is it? What time is it? What time is it?"
         return text, self.verdict(text, list(range(12)), -0.1, 40)
 
@@ -95,9 +95,9 @@ def test_an_injected_loop_is_decoded_once_on_the_full_window(speech_manifest, fu
     calls = []
     real = stt._full
 
-    def counted(audio: np.ndarray, prompt: str = "") -> str:
+    def counted(audio: np.ndarray, prompt: str = "", lead: str = "") -> str:
         calls.append(prompt)
-        return real(audio, prompt)
+        return real(audio, prompt, lead)
 
     stt._full = counted
     text = stt.transcribe_sync(read_wav("time_tokyo"), prompt="Hey Jarvis,")

@@ -96,17 +96,22 @@ def test_auto_takes_the_short_window_from_the_start_and_the_full_one_for_a_conti
     stt = FasterWhisperTranscriber(SttConfig(window="auto"))
     monkeypatch.setattr(stt, "_load", lambda: object())
     calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(stt, "_full", lambda audio, prompt="": calls.append(("full", prompt)) or "full text")
+
+    def full(audio, prompt="", lead=""):
+        calls.append(("full", prompt))
+        return "full"
+
+    monkeypatch.setattr(stt, "_full", full)
 
     class Window:
-        def decode(self, audio, prompt, full):
+        def decode(self, audio, prompt, full, lead=""):
             calls.append(("short", prompt))
             return "short text"
 
     stt._window = Window()
     silence = np.zeros(1600, np.float32)
     assert stt.transcribe_sync(silence) == "short text"
-    assert stt.transcribe_sync(silence, prompt="Set a timer") == "full text"
+    assert stt.transcribe_sync(silence, prompt="Set a timer") == "full"
     assert calls == [("short", ""), ("full", "Set a timer")]
     stt.cfg = SttConfig(window="full")
-    assert stt.transcribe_sync(silence) == "full text"
+    assert stt.transcribe_sync(silence) == "full"
