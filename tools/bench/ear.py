@@ -52,10 +52,12 @@ LEVERS: dict[str, tuple[str, str, Any]] = {
 """Lever → (section, key, its value before the lever): ``before`` sets them all. The history's
 trimming in steps (``Bounds.keep``) has no config key, so ``before`` cannot trim one turn at a
 time; ``llm.history_turns`` keeps its (new) default."""
-CANDIDATES: dict[str, tuple[str, str, Any]] = {}
+CANDIDATES: dict[str, tuple[str, str, Any]] = {"cut": ("wake", "keep_phrase", False)}
 """Candidate → (section, key, value) set on top of the defaults: a lever measured before it
-becomes one. ``pause`` (the words at a pause decoded after 96 ms of silence, not 150) was
-the last: measured here as ``pause96`` on 2026-11-27, then made the default."""
+becomes one, or a default taken back on its own (``cut``: the question's recording starts at
+the end of the wake phrase, as before ``wake.keep_phrase``). ``pause`` (the words at a pause
+decoded after 96 ms of silence, not 150) was measured here as ``pause96``, then made the
+default."""
 RATE = 16000
 LOST_S = 240.0
 """A question with no turn this long after it is lost. Generous: on two cores shared with other
