@@ -82,8 +82,8 @@ class Listener:
         self.wake = wake
         pre_roll_s = WAKE_PRE_ROLL_S if keep_phrase else WAKE_CUT_S  # (``wake.keep_phrase``)
         self.wakes = WakeWatch(wake, vad, wake_threshold, publish, lambda: self.guard, pre_roll_s)
-        self._keep_phrase = keep_phrase
         """When the wake-word model runs and what its detections open (``wakewatch``)."""
+        self._keep_phrase = keep_phrase
         self.turn_end = turn_end
         """Asks a turn detector at each pause (``audio.end_of_turn = "smart_turn"``); None:
         a turn ends after ``audio.vad_hangover_ms`` of silence."""

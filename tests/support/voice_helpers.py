@@ -16,6 +16,24 @@ def heard(judge, samples: np.ndarray) -> str:
     return asyncio.run(judge.transcribe(samples)).lower()
 
 
+def heard_apart(judge, samples: np.ndarray, gap_s: float = 0.6, rate: int = 16000) -> list[str]:
+    """What a listener hears in each stretch of sound between silences of ``gap_s`` or more
+    (Whisper may stop after the first of two sentences a long pause apart)."""
+    w = int(0.02 * rate)
+    n = len(samples) // w
+    loud = np.abs(samples[: n * w].astype(np.int32)).reshape(n, w).max(axis=1) > 0.05 * 32767
+    parts, start, quiet = [], None, 0
+    for i, is_loud in enumerate([*loud, *[False] * (int(gap_s / 0.02) + 1)]):
+        if is_loud:
+            start, quiet = (i if start is None else start), 0
+        elif start is not None:
+            quiet += 1
+            if quiet * 0.02 >= gap_s:
+                parts.append(samples[max(0, (start - 10) * w) : (i - quiet + 10) * w])
+                start, quiet = None, 0
+    return [heard(judge, part) for part in parts]
+
+
 def words(text: str) -> list[str]:
     """Lower-case words and numbers ("1,081" → "1081"; Whisper's "23x47" → "23 times 47")."""
     text = re.sub(r"(\d)\s*[x×*]\s*(\d)", r"\1 times \2", text.lower().replace(",", ""))
