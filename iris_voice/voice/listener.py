@@ -9,7 +9,8 @@ questions. While IRIS answers, the wake word (or plain speech, with
 ``barge_in = "voice"``) interrupts. While an alarm rings (``alarm_ringing``), speech
 is captured without the wake word too, even over the announcement, so that "stop" alone
 silences it; such a capture (``Trigger.ALARM``) never interrupts, and the pipeline acts
-on it only if it is a stop command.
+on it only if it is a stop command or opens with the wake phrase (which the ring may hide
+from the wake model, not from Whisper).
 
 Everything the pipeline needs to know arrives as one ``Heard`` message on one bounded
 queue: ``CaptureStarted``, ``UtteranceReady``, ``BargeIn``, ``CaptureTimedOut``. The

@@ -291,7 +291,8 @@ class VoicePipeline:
             # (a capture that kept the wake phrase as its lead and says nothing more: "")
             nothing = not re.search(r"\w", text)
             wake_alone = is_wake_phrase_alone(self._wake_name, text) or bool(utt.lead and nothing)
-            text = strip_wake_phrase(self._wake_name, text)
+            raw, text = text.strip(), strip_wake_phrase(self._wake_name, text)
+            woken = utt.trigger is not Trigger.ALARM or raw != text  # (over an alarm: said it)
             self.bus.publish(Transcript(text, timings["stt"]))
             log.info("heard: %r (stt %.0f ms)", text, timings["stt"])
             held = self._held
@@ -302,10 +303,14 @@ class VoicePipeline:
             began_at = utt.decided_at - len(utt.audio) / SAMPLE_RATE  # pre-roll and hangover included
             if utt.trigger != Trigger.WAKE_WORD and guard is not None and guard.is_echo(text, began_at):
                 text = ""  # IRIS heard itself: no turn (the guard logged it)
-            if utt.trigger is Trigger.ALARM and not is_stop_command(text):
+            if not woken and not is_stop_command(text):
                 log.info("heard %r over a ringing alarm without the wake word: not a stop, ignored", text)
                 return
-            if wake_alone and utt.trigger is not Trigger.ALARM:
+            if utt.trigger is Trigger.ALARM and woken:  # the wake phrase the ring hid from its model:
+                log.info("heard the wake phrase over a ringing alarm: it stops")  # as a barge-in would
+                self.sink.stop()
+                self._on_stop()
+            if wake_alone and woken:
                 # "Hey Jarvis." and a long pause (or a capture cut there): the question is yet
                 # to come, and must not need the wake word a second time.
                 log.info("heard the wake phrase alone: listening for the question")
@@ -313,7 +318,7 @@ class VoicePipeline:
             if not re.search(r"\w", text) or is_stop_command(text):
                 self._drop_held()
                 if re.search(r"\w", text):
-                    self._record_stop(utt, text, timings)
+                    self._record(utt, text, stop_trace(text), SpokenReply(), timings)
                     self.stop()
                 return
             self._held = None
@@ -387,9 +392,6 @@ class VoicePipeline:
         finally:
             trace.finish()
             self._record(utt, "", trace, reply, timings)
-
-    def _record_stop(self, utt: Utterance, text: str, timings: dict[str, Any]) -> None:
-        self._record(utt, text, stop_trace(text), SpokenReply(), timings)
 
     def _record(
         self, utt: Utterance, text: str, trace: TurnTrace, reply: SpokenReply, timings: dict[str, Any]

@@ -284,6 +284,54 @@ async def test_stop_over_the_alarm_announcement_cuts_it_and_other_words_do_not()
     assert [t["trigger"] for t in h.pipeline.turns] == ["alarm"]
 
 
+async def test_the_wake_phrase_heard_over_the_alarm_stops_it_and_the_question_is_answered():
+    """The ring can hide "Hey Jarvis" from the wake model: the transcript still opens with
+    it, so the words are meant for IRIS — the alarm stops (as a wake-word barge-in stops it)
+    and the question gets its answer; words without the phrase are still ignored."""
+    stops = []
+    backend = ScriptedBackend("Twelve.")
+    stt = FakeStt("it is loud", "Hey Jarvis, what is the square root of 144?")
+    h = Harness(backend, stt, on_stop=lambda: stops.append(1))
+    h.tts.seconds = 30.0  # the announcement plays 3 s at the sink's 10x speed
+    h.listener.alarm_ringing(True)
+    source = ScriptSource(frames(SILENCE, 0.3), tail_s=8.0)
+
+    async def ring() -> None:
+        task = asyncio.ensure_future(h.pipeline.announce("Your pasta timer is done."))
+        while h.listener.mode != "answering":
+            await asyncio.sleep(0.005)
+        source.inject(frames(SPEECH, 0.5) + frames(SILENCE, 0.8))  # "it is loud": plays on
+        while len(h.stt.audio) < 1:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.1)
+        assert not task.done() and stops == []
+        source.inject(frames(SPEECH, 0.8) + frames(SILENCE, 0.8))
+        await asyncio.wait_for(task, 5)
+
+    ringing = asyncio.ensure_future(ring())
+    await h.run(source)
+    await ringing
+    assert stops and h.sink.stops >= 1
+    assert [r["messages"][-1]["content"] for r in backend.requests] == ["what is the square root of 144?"]
+    assert h.tts.spoken[-1] == "Twelve."
+    assert [(t["trigger"], t["transcript"]) for t in h.pipeline.turns] == [
+        ("alarm", "what is the square root of 144?")
+    ]
+
+
+async def test_the_wake_phrase_alone_over_the_alarm_stops_it_and_waits_for_the_question():
+    stops = []
+    backend = ScriptedBackend("Twelve.")
+    h = Harness(backend, FakeStt("Hey Jarvis.", "what is the square root of 144"),
+                on_stop=lambda: stops.append(1), follow_up_s=5.0)  # fmt: skip
+    h.listener.alarm_ringing(True)
+    speech = frames(SPEECH, 0.5) + frames(SILENCE, 1.0)
+    await h.run(ScriptSource(speech + speech))
+    asked = [r["messages"][-1]["content"] for r in backend.requests]
+    assert stops and asked == ["what is the square root of 144"]
+    assert h.tts.spoken == ["Twelve."]
+
+
 async def test_unreachable_model_is_said_once_and_the_next_question_works():
     down = LlmError("llm-unreachable", "cannot reach the Ollama server at http://x")
     h = Harness(ScriptedBackend(down, "Back again."), FakeStt("first", "second"))
