@@ -19,13 +19,21 @@ conversation's (``Turn.history``); the events and the record of the turn are ``r
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
 from iris_voice.conversation.honest import ClaimGuard
+from iris_voice.conversation.repairs import (
+    LIMIT_NOTE,
+    NOT_DONE,
+    act_now,
+    answer_now,
+    closing_words,
+    retry_without_tools,
+    unspeakable,
+)
 from iris_voice.conversation.rounds import Loop, Round
 from iris_voice.conversation.toolpick import ToolPicker, writes
 from iris_voice.conversation.trace import TurnTrace
@@ -41,28 +49,6 @@ from iris_voice.tools.render import manifest, render
 from iris_voice.tools.repair import repair_zones
 
 log = logging.getLogger(__name__)
-
-LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
-NO_TOOL_NOTE = "The tools could not help. Answer my question now in one short sentence. Do not call tools."
-# Call syntax that got past the speech filter — braces, "key": pairs, tags, snake_case
-# identifiers (a tool's name, real or invented: "open_garage_door") — is never spoken.
-_SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNORECASE)
-
-
-def unspeakable(sentence: str, tool_names: list[str]) -> bool:
-    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``) or is
-    a tool's error copied out (``Error: …``)."""
-    if sentence.lstrip().startswith("Error:"):
-        return True
-    return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
-
-
-def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
-    """What to say when the model said nothing after its tools ran: the last result when it
-    can be spoken (a calculator's "23 * 47 = 1081"), else ``CANNOT`` (raw JSON is no answer)."""
-    ok = [c["result"] for c in trace.tool_calls if c["ok"]]
-    text = spoken(ok[-1]) if ok else ""
-    return text if text and not unspeakable(text, tool_names) else CANNOT
 
 
 def clean_sentence(sentence: str) -> str:
@@ -166,7 +152,7 @@ class ChatLoop:
         sentences. Publishes ``ToolCalled`` and fills the trace; no other events, no history.
 
         The protocol reads here; what a small model needs beyond it (one more round without
-        tools, a repeated call, closing words) are the named steps it calls.
+        tools, a repeated call, closing words) are the named steps it calls (``repairs``).
         """
         trace = turn.trace
         if trace.execution_path is None:
@@ -181,9 +167,14 @@ class ChatLoop:
                 yield sentence
             calls = rnd.calls()
             if not calls or not rnd.tools:
-                if self._retry_without_tools(turn, loop, rnd):
+                if act_now(turn, loop, rnd):
                     continue
-                if closing := self._closing_words(trace, loop):
+                if rnd.undone:  # told, and still only words: nothing was done, as IRIS says
+                    yield loop.spoke(rnd, NOT_DONE)
+                    return
+                if retry_without_tools(turn, loop, rnd):
+                    continue
+                if closing := closing_words(trace, loop):
                     yield closing
                 return
             if all(self.registry.get(n) is None for n, _ in calls):
@@ -196,7 +187,7 @@ class ChatLoop:
                 # what they said around it is the answer; if nothing, ask for it without tools.
                 if rnd.said:
                     return
-                self._answer_now(turn, loop, LIMIT_NOTE)
+                answer_now(turn, loop, LIMIT_NOTE)
                 continue
             results, refusal = await self._run_calls(turn, loop, calls)
             if refusal:  # not grounded in the user's words: said instead, nothing ran
@@ -238,40 +229,9 @@ class ChatLoop:
         if guard.refused:
             log.info("not spoken (claims an action no tool performed): %r", guard.refused)
             turn.trace.extra["claimed"] = guard.refused
-
-    def _retry_without_tools(self, turn: Turn, loop: Loop, rnd: Round) -> bool:
-        """Small-model repair: every call failed and the model fell silent — it reached for a
-        tool on a question it can answer ("how many legs does a spider have" → the clock).
-        One more round, without tools, for its own answer (True: go on)."""
-        calls = turn.trace.tool_calls
-        failed = bool(calls) and not any(c["ok"] for c in calls)
-        if failed and not loop.said and rnd.tools:
-            self._answer_now(turn, loop, NO_TOOL_NOTE)
-            return True
-        return False
-
-    @staticmethod
-    def _closing_words(trace: TurnTrace, loop: Loop) -> str | None:
-        """Small-model repair: the words a silent turn ends with — ``CANNOT`` when only call
-        syntax was written (for no tool IRIS has), the last tool result when tools ran. A
-        turn whose last words were withheld as call syntax gets a closing sentence too (the
-        clause spoken before them may end mid-sentence: "To have a medium Americano,")."""
-        if loop.said and loop.cut:
-            if not any(c["ok"] for c in trace.tool_calls):
-                return CANNOT
-            # After a tool's answer only a sentence left unfinished needs its end.
-            return None if loop.last.endswith((".", "!", "?")) else last_words(trace, loop.names)
-        if loop.said:
-            return None
-        if loop.dropped and not trace.tool_calls:
-            return CANNOT
-        return last_words(trace, loop.names) if trace.tool_calls else None
-
-    @staticmethod
-    def _answer_now(turn: Turn, loop: Loop, note: str) -> None:
-        """No more tools this turn: ask for the answer in words."""
-        loop.calls_made = loop.limit
-        turn.messages.append({"role": "user", "content": note})
+        rnd.undone = guard.undone
+        if rnd.undone:
+            log.info("not spoken (claims a timer action without its call): %r", rnd.undone)
 
     async def _run_calls(
         self, turn: Turn, loop: Loop, calls: list[tuple[str, Any]]

@@ -14,6 +14,11 @@ model round:
 
 Sentences that claim nothing are spoken at once, so ordinary answers lose no time. Once a
 tool has acted in a turn, the guard stands aside: the model is speaking about a result.
+
+IRIS's own actions are claimed falsely too: asked to cancel a timer, a small model may say
+"The pasta timer has been cancelled." and call nothing. Those claims (``claims_own``) are
+held only when the request asks for such an action; a round that ends without a call
+leaves them ``undone``: not said, and the tool loop asks the model once more to act.
 """
 
 from __future__ import annotations
@@ -92,6 +97,34 @@ _ORDER = re.compile(
 """A request for an action: it opens with its verb."""
 
 
+_OWN_NOUN = r"(?:timers?|reminders?|alarms?)"
+_OWN_DONE = r"(?:cancel+ed|set|started|created|added|removed|deleted|stopped|scheduled|saved)"
+_OWN = re.compile(rf"\b{_OWN_NOUN}\b", re.IGNORECASE)
+_OWN_CLAIM = re.compile(
+    rf"\b{_OWN_NOUN}\b[^.!?]*?\b(?:has|have) (?:now |just |already )?been {_OWN_DONE}\b"
+    rf"|\b(?:i|iris)(?:'ve|'ll| have| will| just)?\s+(?:just |now |already )?{_OWN_DONE}\b"
+    rf"[^.!?]*?\b{_OWN_NOUN}\b"
+    rf"|\b{_OWN_NOUN} (?:is |are )?(?:now )?{_OWN_DONE}\b",
+    re.IGNORECASE,
+)
+"""IRIS says it did (or will do) what only its timer tools do: "The pasta timer has been
+cancelled.", "I've set a timer for 8 minutes.", "Timer set."."""
+_OWN_ORDER = re.compile(
+    r"^(?=.*\b(?:remind|timers?|reminders?|alarms?)\b)"
+    r"(?=.*\b(?:set|start|cancel+(?:ed)?|stop|delete|remove|add|create|make|remind|schedule|put|clear)\b)",
+    re.IGNORECASE,
+)
+"""A request for one of IRIS's timer actions (misheard forms too: "cancelled the timer")."""
+
+
+def claims_own(sentence: str, request: str) -> bool:
+    """True when ``request`` asks for a timer or reminder action and ``sentence`` says it
+    was done (which only a call can make true). "Your pasta timer has 3 minutes left." is
+    no claim; neither is anything said about a request that asks for no such action."""
+    text = " ".join(sentence.replace("’", "'").split())
+    return bool(_OWN_ORDER.search(request)) and not _NEGATED.search(text) and bool(_OWN_CLAIM.search(text))
+
+
 def _words(text: str) -> list[str]:
     return _WORDS.findall(text.lower())
 
@@ -114,7 +147,9 @@ def claims(sentence: str, request: str = "") -> bool:
     text = " ".join(sentence.replace("’", "'").split())
     if _NEGATED.search(text):
         return False
-    if _CLAIM.search(text) or _STATE.search(text):
+    if _CLAIM.search(text):
+        return True
+    if _STATE.search(text) and not _OWN.search(text):  # (a timer's state is ``claims_own``'s)
         return True
     if _GERUND.search(text) and not _FINITE.search(text):
         return True
@@ -137,19 +172,32 @@ class ClaimGuard:
     """Sentences held back since the first claim."""
     refused: list[str] = field(default_factory=list)
     """The sentences replaced by ``CANNOT`` (for the log and the trace)."""
+    undone: list[str] = field(default_factory=list)
+    """Held sentences claiming a timer action no call performed: not said (the loop asks
+    the model to act)."""
+    own: bool = False
+    """The first held sentence claims one of IRIS's own actions."""
 
     def feed(self, sentence: str) -> list[str]:
         """The sentences that may be spoken now (none while a claim is held)."""
-        if self.active and (self.held or claims(sentence, self.request)):
+        if not self.active:
+            return [sentence]
+        if not self.held and claims_own(sentence, self.request):
+            self.own = True
+        if self.held or self.own or claims(sentence, self.request):
             self.held.append(sentence)
             return []
         return [sentence]
 
     def settle(self, called: bool) -> list[str]:
         """At the round's end: the held sentences if the round called a tool, else ``CANNOT``
-        instead of them (nothing when nothing was held)."""
+        instead of them (nothing when nothing was held, or ``undone`` for a timer action
+        claimed)."""
         held, self.held = self.held, []
         if not held or called:
             return held
+        if self.own:
+            self.undone = held
+            return []
         self.refused = held
         return [CANNOT]

@@ -31,6 +31,8 @@ class Loop:
     """Sentences spoken in the turn."""
     last: str = ""
     """The last sentence spoken."""
+    urged: bool = False
+    """The model was told once that its claimed action was not done (``ACT_NOTE``)."""
 
     def spoke(self, rnd: Round, sentence: str) -> str:
         """Count ``sentence`` as spoken (in the turn and in ``rnd``); returns it."""
@@ -65,6 +67,8 @@ class Round:
     written: list[TextCall] = field(default_factory=list)
     """Calls written as text, as the speech filter decided them."""
     said: int = 0
+    undone: list[str] = field(default_factory=list)
+    """Sentences claiming a timer action the round did not call (``honest.ClaimGuard``)."""
 
     def calls(self) -> list[tuple[str, Any]]:
         """The calls to run: native ones, else those written as text (what was spoken is

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from iris_voice.conversation.chat import unspeakable
+from iris_voice.conversation.repairs import unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.tools.builtin.grounding import said_durations, said_moments

@@ -10,7 +10,7 @@ import pytest
 
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.chat import ChatLoop
-from iris_voice.conversation.honest import ClaimGuard, claims
+from iris_voice.conversation.honest import ClaimGuard, claims, claims_own
 from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.llm.client import ChatChunk
 from iris_voice.tools.registry import CANNOT
@@ -57,6 +57,48 @@ def test_replies_that_claim_an_action_are_claims(reply, request_):
 )
 def test_answers_refusals_and_true_abilities_are_not_claims(reply, request_):
     assert not claims(reply, request_)
+
+
+@pytest.mark.parametrize(
+    ("reply", "request_"),
+    [
+        ("The pasta timer has been cancelled.", "cancelled the pasta timer."),
+        ("I've set a timer for 8 minutes.", "Set a timer for eight minutes."),
+        ("I'll set a pasta timer for eight minutes.", "set a pasta timer for 8 minutes"),
+        ("Timer set for 10 minutes.", "start a 10 minute timer"),
+        ("Your reminder has been added.", "remind me to call mum at 7 pm"),
+        ("I have deleted all your timers.", "Clear all my timers."),
+        ("The tea timer is now cancelled.", "stop the tea timer"),
+    ],
+)
+def test_a_timer_action_said_done_for_a_request_that_asks_for_one_is_an_own_claim(reply, request_):
+    assert claims_own(reply, request_) and not claims(reply, request_)
+
+
+@pytest.mark.parametrize(
+    ("reply", "request_"),
+    [
+        ("Your pasta timer has been set for eight minutes.", "thanks a lot"),  # no action asked
+        ("Your pasta timer has three minutes left.", "Cancel the pasta timer?"),
+        ("I can't cancel that timer: there is no tea timer.", "Cancel the tea timer."),
+        ("Which timer should I cancel?", "Cancel my timer."),
+        ("I can set timers and reminders.", "Set a timer."),
+        ("You have two timers running.", "Which timers are set?"),
+    ],
+)
+def test_words_about_timers_that_say_nothing_was_done_are_no_own_claims(reply, request_):
+    assert not claims_own(reply, request_) and not claims(reply, request_)
+
+
+def test_a_held_own_claim_is_undone_not_refused_when_no_call_follows():
+    guard = ClaimGuard("Cancel the pasta timer.")
+    assert guard.feed("The pasta timer has been cancelled.") == []
+    assert guard.feed("Enjoy your meal.") == []  # follows the claim: held too
+    assert guard.settle(called=False) == [] and guard.refused == []
+    assert guard.undone == ["The pasta timer has been cancelled.", "Enjoy your meal."]
+    guard = ClaimGuard("Set a timer for 8 minutes.")
+    assert guard.feed("I'll set a timer for 8 minutes.") == []
+    assert guard.settle(called=True) == ["I'll set a timer for 8 minutes."] and guard.undone == []
 
 
 def test_the_guard_holds_from_the_first_claim_and_settles_by_whether_a_call_followed():

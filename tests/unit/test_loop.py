@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from iris_voice.config import LlmConfig
-from iris_voice.conversation.chat import LIMIT_NOTE, NO_TOOL_NOTE
 from iris_voice.conversation.history import ToolMode, tool_turn_messages
+from iris_voice.conversation.repairs import ACT_NOTE, LIMIT_NOTE, NO_TOOL_NOTE, NOT_DONE
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.errors import LlmError
@@ -265,3 +265,48 @@ async def test_a_cut_off_fast_path_turn_keeps_what_was_heard():
     loop.conversation.amend_last("")
     # nothing heard: that turn is forgotten
     assert [t[0]["content"] for t in loop.conversation.turns] == ["2 times 3", "thanks"]
+
+
+def cancel_timer(label: str) -> str:
+    """Cancel the timer with this label."""
+    cancelled.append(label)
+    return f"Cancelled the {label} timer."
+
+
+cancelled: list[str] = []
+
+
+def timer_loop(*replies):
+    cancelled.clear()
+    backend = ScriptedBackend(*replies)
+    r = registry()
+    r.add_function(cancel_timer)
+    return chat_assistant(backend, r, LlmConfig()), backend
+
+
+async def test_a_timer_action_claimed_without_its_call_gets_one_more_round_to_call_it():
+    # Whisper heard "Cancel the pasta timer" as "cancelled the pasta timer."; the model said
+    # it was done and called nothing. Not said: the model is told and calls the tool.
+    call = [("cancel_timer", {"label": "pasta"})]
+    loop, backend = timer_loop("The pasta timer has been cancelled.", call, "Done, it is cancelled.")
+    trace = await ask(loop, "cancelled the pasta timer.")
+    assert cancelled == ["pasta"] and trace.reply == "Done, it is cancelled."
+    assert "has been cancelled" not in trace.reply and trace.extra["urged"]
+    second = backend.requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": "The pasta timer has been cancelled."}
+    assert second[-1]["content"] == ACT_NOTE and backend.requests[1]["tools"]
+
+
+async def test_a_timer_action_claimed_twice_without_a_call_is_said_not_done():
+    loop, backend = timer_loop("I've cancelled your pasta timer.", "The pasta timer is cancelled.")
+    trace = await ask(loop, "Cancel the pasta timer.")
+    assert cancelled == [] and trace.reply == NOT_DONE and len(backend.requests) == 2
+
+
+async def test_words_about_timers_that_claim_nothing_are_spoken_at_once():
+    loop, backend = timer_loop("Your pasta timer has three minutes left.")
+    trace = await ask(loop, "Cancel the pasta timer?")  # (a question about it, answered in words)
+    assert trace.reply == "Your pasta timer has three minutes left." and len(backend.requests) == 1
+    loop, backend = timer_loop("Your pasta timer has been set for eight minutes.")
+    trace = await ask(loop, "thanks a lot")  # no timer action asked: no claim checked
+    assert trace.reply == "Your pasta timer has been set for eight minutes." and len(backend.requests) == 1

@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from iris_voice.config import Config, LlmConfig, McpConfig, RetrievalConfig, ToolsConfig
-from iris_voice.conversation.chat import unspeakable
+from iris_voice.conversation.repairs import unspeakable
 from iris_voice.conversation.responder import ask
 from tools.bench.retrieval import CANT, WRITERS, prepare, timers_state
 from tools.bench.tool_questions import Request, cannot, dev, held_out

@@ -17,7 +17,7 @@ import numpy as np
 import ollama
 
 from iris_voice.config import Config
-from iris_voice.conversation.chat import LIMIT_NOTE
+from iris_voice.conversation.repairs import LIMIT_NOTE
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.llm.client import keep_alive_value
 from iris_voice.llm.textcalls import extract_calls, strip_markup

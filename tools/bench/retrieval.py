@@ -41,7 +41,7 @@ from iris_voice.config import (
     RetrievalConfig,
     ToolsConfig,
 )
-from iris_voice.conversation.chat import unspeakable
+from iris_voice.conversation.repairs import unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.toolpick import indexed
 from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL

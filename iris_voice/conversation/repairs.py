@@ -1,0 +1,101 @@
+"""What a small model needs beyond the tool-calling protocol (``chat.ChatLoop``'s repairs).
+
+A 1.5B model follows the protocol most of the time; these are the named steps for when it
+does not, each one measured on the tool benchmarks before it was kept:
+
+- it reaches for a tool on a question it can answer, every call fails and it falls silent:
+  one more round without tools (``retry_without_tools``);
+- it says a timer action was done and calls nothing ("The pasta timer has been
+  cancelled."): its words go back with ``ACT_NOTE`` and it gets one more round with its
+  tools (``act_now``); if it still only talks, ``NOT_DONE`` is said;
+- it stops after its tools ran, or its last words were call syntax: ``closing_words``;
+- call syntax or a tool's name is never spoken (``unspeakable``).
+
+Each note the model is sent stays in the turn's messages, so the history shows why the
+next round answered as it did.
+"""
+
+from __future__ import annotations
+
+import re
+
+from iris_voice.conversation.rounds import Loop, Round
+from iris_voice.conversation.trace import TurnTrace
+from iris_voice.conversation.turn import Turn
+from iris_voice.tools.registry import CANNOT, spoken
+
+LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
+"""Sent when the calls are used up (or a call repeats): the answer, in words."""
+NO_TOOL_NOTE = "The tools could not help. Answer my question now in one short sentence. Do not call tools."
+"""Sent when every call failed and the model fell silent."""
+ACT_NOTE = "Nothing has been done: you called no tool. Call the tool for my request now."
+"""Sent when the model said a timer action was done without calling its tool."""
+NOT_DONE = "Sorry, that did not work; nothing was changed."
+"""Said when the model, told once, still claimed a timer action without calling its tool."""
+
+# Call syntax that got past the speech filter — braces, "key": pairs, tags, snake_case
+# identifiers (a tool's name, real or invented: "open_garage_door") — is never spoken.
+_SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNORECASE)
+
+
+def unspeakable(sentence: str, tool_names: list[str]) -> bool:
+    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``) or is
+    a tool's error copied out (``Error: …``)."""
+    if sentence.lstrip().startswith("Error:"):
+        return True
+    return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
+
+
+def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
+    """What to say when the model said nothing after its tools ran: the last result when it
+    can be spoken (a calculator's "23 * 47 = 1081"), else ``CANNOT`` (raw JSON is no answer)."""
+    ok = [c["result"] for c in trace.tool_calls if c["ok"]]
+    text = spoken(ok[-1]) if ok else ""
+    return text if text and not unspeakable(text, tool_names) else CANNOT
+
+
+def answer_now(turn: Turn, loop: Loop, note: str) -> None:
+    """No more tools this turn: ask for the answer in words."""
+    loop.calls_made = loop.limit
+    turn.messages.append({"role": "user", "content": note})
+
+
+def act_now(turn: Turn, loop: Loop, rnd: Round) -> bool:
+    """The round said a timer action was done and called nothing: once a turn, its words
+    go back with ``ACT_NOTE`` and it gets another round with its tools (True: go on)."""
+    if not rnd.undone or loop.urged or not rnd.tools:
+        return False
+    loop.urged = True
+    turn.messages.append({"role": "assistant", "content": rnd.content})
+    turn.messages.append({"role": "user", "content": ACT_NOTE})
+    turn.trace.extra["urged"] = rnd.undone
+    return True
+
+
+def retry_without_tools(turn: Turn, loop: Loop, rnd: Round) -> bool:
+    """Every call failed and the model fell silent — it reached for a tool on a question it
+    can answer ("how many legs does a spider have" → the clock): one more round, without
+    tools, for its own answer (True: go on)."""
+    calls = turn.trace.tool_calls
+    failed = bool(calls) and not any(c["ok"] for c in calls)
+    if failed and not loop.said and rnd.tools:
+        answer_now(turn, loop, NO_TOOL_NOTE)
+        return True
+    return False
+
+
+def closing_words(trace: TurnTrace, loop: Loop) -> str | None:
+    """The words a silent turn ends with — ``CANNOT`` when only call syntax was written (for
+    no tool IRIS has), the last tool result when tools ran. A turn whose last words were
+    withheld as call syntax gets a closing sentence too (the clause spoken before them may
+    end mid-sentence: "To have a medium Americano,")."""
+    if loop.said and loop.cut:
+        if not any(c["ok"] for c in trace.tool_calls):
+            return CANNOT
+        # After a tool's answer only a sentence left unfinished needs its end.
+        return None if loop.last.endswith((".", "!", "?")) else last_words(trace, loop.names)
+    if loop.said:
+        return None
+    if loop.dropped and not trace.tool_calls:
+        return CANNOT
+    return last_words(trace, loop.names) if trace.tool_calls else None
