@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-wake-capture bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-threads bench-wake-capture bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -141,6 +141,10 @@ bench-stt: setup
 # decode time, WER and repetition loops on the human clips and 200 generated commands.
 bench-wake-capture: venv fixtures audio-deps
 	$(BIN)/python -m tools.bench.wake_capture $(if $(SHOW),--show)
+
+# Thread counts of Whisper, Smart Turn and Piper when they overlap at the end of a turn.
+bench-threads: venv fixtures
+	$(BIN)/python -m tools.bench.threads $(if $(REPS),--reps $(REPS))
 
 bench-stt-window: venv fixtures audio-deps
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements/bench-moonshine.txt
