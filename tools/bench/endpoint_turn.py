@@ -164,12 +164,12 @@ POLICIES = (
     "silence400+words",
     "smart_turn",
     "silence400",
-    "smart_turn+words@96",
-    "smart_turn@96+words@96",
+    "smart_turn@128+words",
+    "smart_turn@96+words",
 )
 """The sound's verdict (Smart Turn asked again while the silence lasts, or once per pause, or
-that many ms of silence), with or without the words check; ``…@96``: Smart Turn first asked,
-or the words decoded, at 96 ms of silence (three frames) instead of ``CHECK_S`` / ``WORDS_S``.
+that many ms of silence), with or without the words check; ``…@128``: Smart Turn first
+asked, or the words decoded, at that many ms of silence instead of ``CHECK_S`` / ``WORDS_S``.
 The replay decodes at every pause it reaches (after 0.7 s of speech) as if the decoder were
 free; the listener's session skips a pause while a decode is running."""
 
