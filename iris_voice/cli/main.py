@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     wk.add_argument(
         "--model", metavar="NAME", help="instead of wake.model: a built-in name or a .tflite file"
     )
+    wk.add_argument(
+        "--verifier",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="instead of wake.verifier: ask hey_jarvis's verifier (or not)",
+    )
 
     sub.add_parser(
         "doctor", help="check the Ollama server, the model, tools, echo cancellation and Wyoming servers"

@@ -256,7 +256,7 @@ def ask_wav(cfg: Config, args: argparse.Namespace, errlog: TextIO | None = None)
 
 
 def cmd_wake(args: argparse.Namespace, cfg: Config) -> int:
-    """``iris wake --wav FILE [--threshold T] [--patience K] [--model NAME]``: the wake
+    """``iris wake --wav FILE [--threshold T] [--patience K] [--model NAME] [--[no-]verifier]``: the wake
     detector over a file, fed as the daemon's listener feeds it; exit 0 when it fired, 1
     when not, 2 for a file it cannot read (a missing or bad model raises ``ModelMissing``:
     exit 78)."""
@@ -268,7 +268,12 @@ def cmd_wake(args: argparse.Namespace, cfg: Config) -> int:
     from iris_voice.errors import AudioError
     from iris_voice.speech.wake import OpenWakeWordDetector, scan
 
-    update = {"threshold": args.threshold, "model": args.model, "patience": getattr(args, "patience", None)}
+    update = {
+        "threshold": args.threshold,
+        "model": args.model,
+        "patience": getattr(args, "patience", None),
+        "verifier": getattr(args, "verifier", None),
+    }
     wake_cfg = cfg.wake.model_copy(update={k: v for k, v in update.items() if v is not None})
     try:
         samples, rate = read_wav(args.wav)
@@ -284,6 +289,7 @@ def cmd_wake(args: argparse.Namespace, cfg: Config) -> int:
     print(
         f"{detector.name} over {args.wav} ({len(samples) / SAMPLE_RATE:.2f} s, then 1 s of silence), "
         f"threshold {wake_cfg.threshold:.2f}, patience {wake_cfg.patience}"
+        + (", verifier" if getattr(detector, "verified", False) else "")
     )
     for at, score in result.detections:
         print(f"detected at {at:.2f} s (score {score:.3f})")

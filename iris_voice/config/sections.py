@@ -131,6 +131,11 @@ class WakeConfig(_Section):
     patience: Annotated[int, Field(ge=1, le=8)] = 3
     """Model steps (80 ms each) in a row that must score at or above ``threshold``: 1 fires
     on a single step; 3 ignores a phrase that only brushes past it, at 160 ms later."""
+    verifier: bool = False
+    """Ask IRIS's verifier about every step the ``hey_jarvis`` model scores from a low
+    candidate level, and judge its probability against ``threshold`` instead (other
+    models run alone). Off by default: the shipped weights refuse some of IRIS's own
+    spoken test phrases (``make bench-wake-verifier``)."""
     keep_phrase: bool = True
     """The question's recording starts with the wake phrase, and Whisper is told it opens
     with it (false: the recording starts at the end of the phrase, as before)."""

@@ -33,6 +33,7 @@ from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
 from iris_voice.config import WakeConfig
 from iris_voice.errors import Code, SpeechError
 from iris_voice.speech.model_files import ModelMissing
+from iris_voice.speech.wake_verifier import WEIGHTS, WakeVerifier
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,12 @@ class OpenWakeWordDetector:
         self.late_s = (cfg.patience - 1) * STEP_SAMPLES / SAMPLE_RATE
         self._ww: Any = None
         self._features: Any = None
+        self._verifier = _verifier(cfg) if self._model == "hey_jarvis" else None
+
+    @property
+    def verified(self) -> bool:
+        """Whether the verifier judges this detector's steps."""
+        return self._verifier is not None
 
     def _load(self) -> None:
         if self._ww is not None:
@@ -132,8 +139,10 @@ class OpenWakeWordDetector:
         self._ww, self._features = ww, features
         log.info("loaded wake word %s in %.2f s", self.name, time.perf_counter() - start)
 
-    def _run(self, chunk: np.ndarray) -> float:
-        best = 0.0
+    def steps(self, chunk: np.ndarray) -> list[tuple[float, np.ndarray]]:
+        """Run the models over whole 80 ms steps of audio: for each step the wake model's
+        own score and the window of embeddings it scored (16 x 96)."""
+        out = []
         with self._lock:
             self._load()
             if self._reset_pending:
@@ -146,9 +155,18 @@ class OpenWakeWordDetector:
                 self._recent.clear()
             for embedding in self._features.process_streaming(chunk.tobytes()):
                 for score in self._ww.process_streaming(embedding):
-                    self._recent.append(float(score))
-                    if len(self._recent) == self._recent.maxlen:
-                        best = max(best, min(self._recent))
+                    # A copy: the model shifts its embeddings in place at the next step.
+                    out.append((float(score), self._ww.embeddings[-self._ww.input_windows :].copy()))
+        return out
+
+    def _run(self, chunk: np.ndarray) -> float:
+        best = 0.0
+        for score, window in self.steps(chunk):
+            if self._verifier is not None:
+                score = self._verifier.score(score, window)
+            self._recent.append(score)
+            if len(self._recent) == self._recent.maxlen:
+                best = max(best, min(self._recent))
         return best
 
     def _take_steps(self, frame: np.ndarray) -> np.ndarray | None:
@@ -251,6 +269,17 @@ def detections_at(scores: tuple[float, ...] | list[float], threshold: float) -> 
             fired.append(i)
             quiet_until = i + REFRACTORY_FRAMES
     return fired
+
+
+def _verifier(cfg: WakeConfig) -> WakeVerifier | None:
+    if not cfg.verifier:
+        return None
+    try:
+        return WakeVerifier.load(WEIGHTS)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ModelMissing(
+            "wake.verifier", f"cannot read {WEIGHTS}: {exc} (or set wake.verifier = false)"
+        ) from exc
 
 
 def _single_threaded(features: Any) -> None:

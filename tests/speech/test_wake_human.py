@@ -56,3 +56,14 @@ def test_a_real_alexa_does_not(capsys):
 def test_the_alexa_model_hears_alexa_and_not_jarvis(capsys):
     assert main(["wake", "--wav", str(HUMAN / "oww_alexa.wav"), "--model", "alexa"]) == 0
     assert main(["wake", "--wav", str(HUMAN / "oww_hey_jarvis.wav"), "--model", "alexa"]) == 1
+
+
+def test_with_the_verifier_the_real_hey_jarvis_still_wakes_iris(capsys):
+    assert main(["wake", "--wav", str(HUMAN / "oww_hey_jarvis.wav"), "--verifier"]) == 0
+    out = capsys.readouterr().out
+    assert ", verifier" in out.splitlines()[0]  # the verifier judged the steps
+    assert len(re.findall(r"^detected at ", out, re.M)) == 1, out
+
+
+def test_with_the_verifier_a_real_alexa_does_not(capsys):
+    assert main(["wake", "--wav", str(HUMAN / "oww_alexa.wav"), "--verifier"]) == 1

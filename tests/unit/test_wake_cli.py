@@ -176,8 +176,11 @@ class _Steps:
     """Stand-ins for openWakeWord's two models: one embedding per 80 ms step, and a
     scripted score for each."""
 
+    input_windows = 16
+
     def __init__(self, scores: list[float]) -> None:
         self.scores = list(scores)
+        self.embeddings = np.zeros((self.input_windows, 96), np.float32)
 
     def process_streaming(self, item):  # features: bytes in, embeddings out; model: embedding in
         if isinstance(item, bytes):
@@ -196,7 +199,7 @@ class _Steps:
 def test_patience_needs_that_many_steps_in_a_row(patience, expected):
     from iris_voice.config import WakeConfig
 
-    det = wake.OpenWakeWordDetector(WakeConfig(patience=patience))
+    det = wake.OpenWakeWordDetector(WakeConfig(patience=patience, verifier=False))
     steps = _Steps([0.1, 0.9, 0.1, 0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9])
     det._ww = steps
     det._features = steps
