@@ -139,9 +139,9 @@ class OpenWakeWordDetector:
         self._ww, self._features = ww, features
         log.info("loaded wake word %s in %.2f s", self.name, time.perf_counter() - start)
 
-    def steps(self, chunk: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    def steps(self, chunk: np.ndarray, windows: bool = True) -> list[tuple[float, np.ndarray | None]]:
         """Run the models over whole 80 ms steps of audio: for each step the wake model's
-        own score and the window of embeddings it scored (16 x 96)."""
+        own score and the window of embeddings it scored (16 x 96; None unless ``windows``)."""
         out = []
         with self._lock:
             self._load()
@@ -156,13 +156,15 @@ class OpenWakeWordDetector:
             for embedding in self._features.process_streaming(chunk.tobytes()):
                 for score in self._ww.process_streaming(embedding):
                     # A copy: the model shifts its embeddings in place at the next step.
-                    out.append((float(score), self._ww.embeddings[-self._ww.input_windows :].copy()))
+                    window = self._ww.embeddings[-self._ww.input_windows :].copy() if windows else None
+                    out.append((float(score), window))
         return out
 
     def _run(self, chunk: np.ndarray) -> float:
         best = 0.0
-        for score, window in self.steps(chunk):
-            if self._verifier is not None:
+        # Only the verifier needs the windows: without it no step copies one.
+        for score, window in self.steps(chunk, windows=self._verifier is not None):
+            if self._verifier is not None and window is not None:
                 score = self._verifier.score(score, window)
             self._recent.append(score)
             if len(self._recent) == self._recent.maxlen:

@@ -56,7 +56,7 @@ def scripted(detector: OpenWakeWordDetector, steps: list[tuple[float, float]]) -
     """Feed one step per ``process_sync``: (the wake model's score, the window's first value)."""
     out = []
     for base, first in steps:
-        detector.steps = lambda chunk, b=base, f=first: [(b, window(f))]  # type: ignore[method-assign]
+        detector.steps = lambda chunk, windows=True, b=base, f=first: [(b, window(f))]  # type: ignore[method-assign]
         out.append(detector.process_sync(np.zeros(1280, np.int16)))
     return out
 
