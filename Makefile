@@ -240,9 +240,11 @@ bench-hub: setup
 bench-aec: setup
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements/bench-aec.txt
 	$(BIN)/python -m tools.bench.aec_offline $(if $(JSON),--json $(JSON))
+	$(BIN)/python -m tools.bench.aec_bargein --raw
 
 bench-rooms: setup audio-deps
 	$(BIN)/python -m tools.bench.rooms $(if $(CONFIGS),--configs $(CONFIGS))
+	$(BIN)/python -m tools.bench.rooms --gain-db -3 --configs $(or $(HARSH_CONFIGS),webrtc,pipewire)
 	$(BIN)/python -m tools.bench.rooms_wake $(if $(HUMAN),--human $(HUMAN))
 	$(BIN)/python -m tools.bench.rooms_speech $(if $(HUMAN),--human $(HUMAN))
 

@@ -139,7 +139,8 @@ def echo_check(cfg: Config) -> tuple[bool | None, str]:
     """Echo cancellation: what the running daemon uses, else whether IRIS could start it.
     ``None`` is a note (it does not fail ``iris doctor``): headphones need no canceller."""
     from iris_voice.app.control import request
-    from iris_voice.audio.echo import ENABLE_HINT, unavailable
+    from iris_voice.audio.aec import unavailable as aec_unavailable
+    from iris_voice.audio.echo import AEC_HINT, CANCELLING, ENABLE_HINT, unavailable
     from iris_voice.errors import IrisError
 
     try:
@@ -149,8 +150,10 @@ def echo_check(cfg: Config) -> tuple[bool | None, str]:
     if isinstance(echo, dict):
         method, detail = echo.get("method"), echo.get("detail", "")
         ignored = f"; IRIS ignored its own voice {echo.get('ignored', 0)} time(s)"
-        if method == "pipewire-webrtc":
-            return True, f"echo cancellation: active, {detail}{ignored}"
+        if method in CANCELLING:
+            erle = echo.get("erle_db")
+            removed = f"; it removed {erle:.0f} dB of IRIS's voice lately" if isinstance(erle, float) else ""
+            return True, f"echo cancellation: active, {detail}{removed}{ignored}"
         if method == "off":
             return True, "echo cancellation: off (audio.echo_cancel = off, for headphones)"
         return None, (
@@ -165,6 +168,15 @@ def echo_check(cfg: Config) -> tuple[bool | None, str]:
             f"echo cancellation: software guard only (audio.echo_cancel = guard). "
             f"To enable it: {ENABLE_HINT}",
         )
+    if cfg.audio.echo_cancel == "webrtc":
+        why = aec_unavailable()
+        if why is not None:
+            return (
+                None,
+                f"echo cancellation: not available ({why}); IRIS will guard in software. "
+                f"To enable it: {AEC_HINT}",
+            )
+        return True, "echo cancellation: available (WebRTC's AEC3 runs inside IRIS when it runs)"
     why = unavailable(cfg.audio)
     if why is not None:
         return (

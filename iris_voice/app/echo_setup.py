@@ -1,8 +1,10 @@
 """Echo cancellation for IRIS's own streams, the same for the desktop daemon and a satellite.
 
-PipeWire's canceller (``audio.echo``) runs between IRIS's microphone and speaker streams
-and the devices when ``audio.echo_cancel = "pipewire"`` and the module is there; otherwise
-the software guard (``voice.echoguard``) does what it can, and says why once.
+With ``audio.echo_cancel = "webrtc"`` AEC3 runs inside IRIS (``audio.aec``): the speaker
+hands it every block it writes and the microphone's frames go through it. With
+``"pipewire"`` PipeWire's canceller (``audio.echo``) runs between IRIS's streams and the
+devices. Where neither can run the software guard (``voice.echoguard``) does what it can,
+and says why once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 from typing import Any
 
 from iris_voice.app.runtime import runtime_dir
+from iris_voice.audio.aec import InProcessCanceller
 from iris_voice.audio.echo import EchoCanceller
 from iris_voice.config import AudioConfig
 from iris_voice.voice.echoguard import EchoGuard
@@ -36,6 +39,17 @@ async def start_echo_cancel(
     state = await asyncio.to_thread(echo.start)
     guard.use(state.method, state.detail)
     guard.reference = sink.reference_level
+    if state.method == "webrtc":
+        canceller = InProcessCanceller()
+        sink.echo_reference = canceller.reference
+        source.canceller = canceller
+        guard.converged = lambda: canceller.converged
+        guard.measured = lambda: {
+            "erle_db": None if canceller.erle_db is None else round(canceller.erle_db, 1),
+            "ran_dry": canceller.reference.ran_dry,
+            "trimmed": canceller.reference.trimmed,
+            "timelines": canceller.reference.timelines,
+        }
     source.pipewire_node = echo.node("input")
     sink.pipewire_node = echo.node("output")
     if cfg.barge_in == "voice" and not guard.voice_barge_in:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES, SAMPLE_RATE
+from iris_voice.audio.aec import InProcessCanceller
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.echo import pipewire_target
 from iris_voice.audio.resample import StreamResampler, to_int16
@@ -59,9 +60,11 @@ class MicCapture:
         self.device: AudioDevice | None = None
         """The device of the open stream."""
         self.stream_rate = 0
+        """The rate the device stream runs at (16000 unless the device refused it)."""
         self.pipewire_node: str | None = None
         """The PipeWire node to record from instead of the default (the echo canceller's)."""
-        """The rate the device stream runs at (16000 unless the device refused it)."""
+        self.canceller: InProcessCanceller | None = None
+        """IRIS's own echo canceller: every frame goes through it before anyone hears it."""
         self.stream_channels = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[Any] | None = None
@@ -163,15 +166,23 @@ class MicCapture:
                 log.debug("microphone input overflow (%d so far)", self.overflows)
                 overflows = self.overflows
             if resampler is None and block.shape == (FRAME_SAMPLES, 1) and len(pending) == 0:
-                yield block[:, 0]  # the usual case: already a 16 kHz mono frame
+                yield await self._cancel(block[:, 0])  # the usual case: already a 16 kHz mono frame
                 continue
             mono = to_int16(block)
             if resampler is not None:
                 mono = await asyncio.to_thread(resampler.process, mono)
             pending = np.concatenate([pending, mono])
             while len(pending) >= FRAME_SAMPLES:
-                yield pending[:FRAME_SAMPLES].copy()
+                yield await self._cancel(pending[:FRAME_SAMPLES].copy())
                 pending = pending[FRAME_SAMPLES:]
+
+    async def _cancel(self, frame: np.ndarray) -> np.ndarray:
+        if self.canceller is None:
+            return frame
+        await self.canceller.ready(len(frame))  # its reference may still be on the way
+        # Inline, not in a thread: AEC3 takes ~0.4 ms of a 32 ms frame (GIL released), less
+        # than a hop to a worker thread and back; idle, it is skipped.
+        return self.canceller.process(frame)
 
     def _open(self) -> None:
         """In a worker thread: resolve the device and start a stream (AudioError on failure)."""

@@ -51,6 +51,8 @@ ENABLE_HINT = (
     '(the defaults), and set audio.echo_cancel = "pipewire"'
 )
 """What to do when the canceller is not available (``iris doctor`` and the log say it)."""
+AEC_HINT = 'install IRIS\'s requirements (pywebrtc-audio) and set audio.echo_cancel = "webrtc"'
+"""What to do when the in-process canceller is not available."""
 
 # node.latency 160/16000: WebRTC's AEC works on 10 ms blocks; fed in 10 ms steps it cancelled
 # 9-13 dB of a room's echo here, against 5-7 dB at 32 ms (and it would not start at 5 ms).
@@ -92,19 +94,24 @@ _MODULE = """\
     }}"""
 
 
+CANCELLING = ("webrtc", "pipewire-webrtc")
+"""The methods that remove IRIS's voice from the microphone (not only guard against it)."""
+
+
 @dataclass(frozen=True)
 class EchoState:
     """What IRIS does about its own voice in the microphone."""
 
     method: str
-    """``pipewire-webrtc`` (the canceller runs), ``guard`` (software guard only) or ``off``."""
+    """``webrtc`` (AEC3 inside IRIS), ``pipewire-webrtc`` (PipeWire's canceller runs),
+    ``guard`` (software guard only) or ``off``."""
     detail: str
     """Why, in one line (the reason the canceller is not running, when it is not)."""
 
     @property
     def cancelled(self) -> bool:
-        """True when PipeWire removes IRIS's voice from the microphone."""
-        return self.method == "pipewire-webrtc"
+        """True when a canceller removes IRIS's voice from the microphone."""
+        return self.method in CANCELLING
 
 
 def unavailable(cfg: AudioConfig, env: dict[str, str] | None = None) -> str | None:
@@ -150,9 +157,22 @@ class EchoCanceller:
         self._proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 5.0) -> EchoState:
-        """Start PipeWire's canceller when configured and possible; else the guard."""
+        """Start PipeWire's canceller when configured and possible, or settle on the
+        in-process one (``audio/aec.py``, wired by the caller); else the guard."""
         if self.cfg.echo_cancel == "off":
             self.state = EchoState("off", "audio.echo_cancel = off")
+            return self.state
+        if self.cfg.echo_cancel == "webrtc":
+            from iris_voice.audio.aec import unavailable as aec_unavailable
+
+            why = aec_unavailable()
+            if why is None:
+                self.state = EchoState("webrtc", "WebRTC's AEC3 inside IRIS, fed the samples it plays")
+                log.info("echo cancellation: WebRTC's AEC3 in IRIS's own process")
+            else:
+                self.state = EchoState("guard", why)
+                log.warning("echo cancellation is not available: %s; IRIS guards against its own "
+                            "voice in software instead (to enable it: %s)", why, AEC_HINT)  # fmt: skip
             return self.state
         why = None if self.cfg.echo_cancel == "pipewire" else "audio.echo_cancel = guard"
         why = why or unavailable(self.cfg)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from iris_voice.audio.aec import PlayedReference
 from iris_voice.audio.capture import RETRY_DELAYS_S
 from iris_voice.audio.devices import PORTAUDIO_LOCK, AudioDevice, resolve, sounddevice
 from iris_voice.audio.echo import pipewire_target
@@ -85,6 +86,9 @@ class SpeakerSink:
         """The device buffer PortAudio reports, seconds."""
         self.pipewire_node: str | None = None
         """The PipeWire node to play into instead of the default (the echo canceller's)."""
+        self.echo_reference: PlayedReference | None = None
+        """Where every block handed to the device goes as it is written: the in-process
+        echo canceller's far end (``audio/aec.py``)."""
         self._levels: deque[tuple[float, float]] = deque(maxlen=500)  # (monotonic time, RMS) per block
         self.first_sample_at: float | None = None
         """``time.monotonic()`` when the first sample after silence went to the device."""
@@ -119,6 +123,8 @@ class SpeakerSink:
                     self.first_sample_at = time.monotonic()
                 if stream.write(out):  # blocks until the device has room
                     self.underflows += 1
+                if self.echo_reference is not None:  # before the device plays it: never late
+                    self.echo_reference.played(out, rate)
                 # What IRIS plays, loudness by time: the echo guard's reference for barge-in.
                 self._levels.append(
                     (time.monotonic(), float(np.sqrt(np.mean(np.square(out, dtype=np.float32)))))
@@ -263,6 +269,8 @@ class SpeakerSink:
                     stream.close(ignore_errors=True)
                 raise AudioError(Code.AUDIO_DEVICE_FAILED, f"cannot open {device.name!r}: {exc}") from None
         self._gen += 1
+        if self.echo_reference is not None:  # a new stream's timing: the old samples mean nothing
+            self.echo_reference.restart()
         held_rate, self.stream_rate = self.stream_rate, rate
         self.device, self.stream_latency = device, float(stream.latency)
         if held_rate and held_rate != rate and self._buffer.queued:  # a held reply, another device

@@ -99,11 +99,12 @@ class AudioConfig(_Section):
     activation: Literal["wake_word", "push_to_talk", "always"] = "wake_word"
     follow_up_s: Annotated[float, Field(ge=0, le=60)] = 6.0
     barge_in: Literal["off", "wake_word", "voice"] = "wake_word"
-    echo_cancel: Literal["pipewire", "guard", "off"] = "guard"
+    echo_cancel: Literal["webrtc", "pipewire", "guard", "off"] = "guard"
     """IRIS's own voice in the microphone: "guard" ignores what IRIS itself is saying;
-    "pipewire" also runs PipeWire's WebRTC echo canceller between IRIS and the default
-    devices (needed for ``barge_in = "voice"``; falls back to "guard" where it cannot);
-    "off" for headphones."""
+    "webrtc" also removes it with WebRTC's AEC3 inside IRIS, fed the exact samples IRIS
+    plays (any devices); "pipewire" runs PipeWire's WebRTC canceller between IRIS and the
+    default devices instead. Either is needed for ``barge_in = "voice"`` and falls back to
+    "guard" where it cannot run; "off" for headphones."""
     vad_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
     vad_hangover_ms: Annotated[int, Field(ge=60, le=3000)] = 400
     end_of_turn: Literal["smart_turn", "silence"] = "smart_turn"

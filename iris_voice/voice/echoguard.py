@@ -59,6 +59,12 @@ TALK_OVER_FRAMES = 6
 """Speech frames louder than the echo, of the window's, that interrupt IRIS: the canceller
 also damps the user's voice while IRIS talks (about a third of their frames stay above the
 bar, in runs), and its residue passes the bar in ones and twos (at most 5 of 16 measured)."""
+IN_PROCESS_SPEECH_S = 0.192
+"""Speech on the microphone cancelled in-process that interrupts IRIS: six 32 ms frames of
+Silero in a row. Measured, both ways: on the offline scene (``tools/bench/aec_bargein``)
+192 ms is the shortest run that no burst of IRIS's own voice reached in either room, even
+before the canceller had converged; live (``make bench-rooms``), 64 and 128 ms let AEC3's
+residue interrupt IRIS's replies after a person had talked over it, 192 ms did not."""
 SILENT_RMS = 50.0
 """A speaker quieter than this (int16 RMS) makes no echo worth guarding against."""
 
@@ -75,9 +81,14 @@ class EchoGuard:
         self.enabled = True
         """False with ``audio.echo_cancel = "off"`` (headphones): every check passes."""
         self.cancelled = False
-        """True while PipeWire's canceller runs between IRIS and the devices."""
+        """True while a canceller (in IRIS or PipeWire's) removes IRIS's voice from the microphone."""
         self.method = "guard"
-        """What IRIS does about echo: ``pipewire-webrtc``, ``guard`` or ``off`` (``iris status``)."""
+        """What IRIS does about echo: ``webrtc``, ``pipewire-webrtc``, ``guard`` or ``off``
+        (``iris status``)."""
+        self.measured: Callable[[], dict[str, object]] | None = None
+        """The in-process canceller's figures for ``iris status`` (echo removed, realignments)."""
+        self.converged: Callable[[], bool] | None = None
+        """Has the in-process canceller learned the room yet (``InProcessCanceller.converged``)?"""
         self.detail = ""
         """Why, in one line (``iris status``, ``iris doctor``)."""
         self._clock = clock
@@ -98,11 +109,12 @@ class EchoGuard:
     def use(self, method: str, detail: str) -> None:
         """Set what the daemon ended up with (``EchoState``'s method and detail)."""
         self.method, self.detail = method, detail
-        self.enabled, self.cancelled = method != "off", method == "pipewire-webrtc"
+        self.enabled, self.cancelled = method != "off", method in ("webrtc", "pipewire-webrtc")
 
     def snapshot(self) -> dict[str, object]:
         """For ``iris status``: the method, why, and how often IRIS ignored its own voice."""
-        return {"method": self.method, "detail": self.detail, "ignored": self.dropped}
+        measured = self.measured() if self.measured is not None else {}
+        return {"method": self.method, "detail": self.detail, "ignored": self.dropped, **measured}
 
     @property
     def voice_barge_in(self) -> bool:
@@ -110,11 +122,23 @@ class EchoGuard:
         (``near_end``); else its own voice would."""
         return self.cancelled or not self.enabled
 
+    def voice_barge_in_now(self) -> bool:
+        """May plain speech interrupt IRIS right now? As :attr:`voice_barge_in`, and not
+        before the in-process canceller has learned the room (until then the wake word does)."""
+        return self.voice_barge_in and (not self.enabled or self.converged is None or self.converged())
+
     @property
     def gates_barge_in(self) -> bool:
-        """Does :meth:`talking_over` decide voice barge-in (the canceller runs and the
-        speaker tells what it plays)?"""
-        return self.enabled and self.cancelled and self.reference is not None
+        """Does :meth:`talking_over` decide voice barge-in (PipeWire's canceller runs and the
+        speaker tells what it plays)? On the microphone cancelled in-process, a run of
+        ``barge_in_speech_s`` of speech does instead: its residue is no speech at all."""
+        return self.enabled and self.method == "pipewire-webrtc" and self.reference is not None
+
+    @property
+    def barge_in_speech_s(self) -> float | None:
+        """Speech that interrupts IRIS on the in-process canceller's output (None: the
+        listener's own rule)."""
+        return IN_PROCESS_SPEECH_S if self.enabled and self.method == "webrtc" else None
 
     def talking_over(self, frame: np.ndarray, speech: bool) -> bool:
         """Feed every frame while IRIS speaks (``speech``: the VAD's verdict); True once

@@ -243,7 +243,7 @@ class Listener:
 
     async def _barge_in_check(self, frame: np.ndarray) -> None:
         mode = self.cfg.barge_in
-        if mode == "voice" and self.guard is not None and not self.guard.voice_barge_in:
+        if mode == "voice" and self.guard is not None and not self.guard.voice_barge_in_now():
             mode = "wake_word"  # without the canceller, IRIS's own voice would interrupt it
         if self._alarm and mode != "voice":
             # Over a ringing alarm "stop" needs no wake word; the capture does not interrupt
@@ -260,7 +260,8 @@ class Listener:
             if self.guard is not None and self.guard.gates_barge_in:  # speech louder than IRIS's echo
                 talking_over = self.guard.talking_over(frame, speech)
             else:
-                talking_over = self._speech_run * FRAME_S >= VOICE_BARGE_IN_S
+                need = self.guard.barge_in_speech_s if self.guard is not None else None
+                talking_over = self._speech_run * FRAME_S + 1e-9 >= (need or VOICE_BARGE_IN_S)
             if talking_over:
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)

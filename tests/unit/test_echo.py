@@ -167,9 +167,41 @@ def test_without_the_canceller_the_wake_word_interrupts(clock: Clock) -> None:
     assert g.voice_barge_in and not g.gates_barge_in
 
 
+def test_on_the_in_process_canceller_speech_interrupts_once_it_removes_iris(clock: Clock) -> None:
+    g = EchoGuard(clock=clock)
+    g.reference = lambda since: 3000.0
+    g.use("webrtc", "AEC3 in IRIS")
+    settled = {"now": False}
+    g.converged = lambda: settled["now"]
+    # A run of speech on the cleaned microphone decides, not the level gate of PipeWire's
+    # residue; and not before AEC3 removes IRIS's voice (the wake word interrupts until then).
+    assert g.cancelled and g.voice_barge_in and not g.gates_barge_in
+    assert g.barge_in_speech_s is not None and g.barge_in_speech_s < 0.25
+    assert not g.voice_barge_in_now()
+    settled["now"] = True
+    assert g.voice_barge_in_now()
+    g.use("pipewire-webrtc", "")
+    assert g.barge_in_speech_s is None
+
+
+def test_webrtc_starts_in_process_or_says_why_not(tmp_path, monkeypatch) -> None:
+    from iris_voice.audio import aec
+
+    state = EchoCanceller(AudioConfig(echo_cancel="webrtc"), tmp_path).start()
+    assert state.method == "webrtc" and state.cancelled
+    assert not (tmp_path / "echo-cancel.conf").exists()  # no PipeWire module: nothing to spawn
+    monkeypatch.setattr(aec.importlib.util, "find_spec", lambda name: None)
+    state = EchoCanceller(AudioConfig(echo_cancel="webrtc"), tmp_path).start()
+    assert state.method == "guard" and "pywebrtc-audio" in state.detail
+
+
 @pytest.mark.parametrize(
     "setting, ok, words",
-    [("off", True, "off (audio.echo_cancel = off"), ("guard", None, "software guard only")],
+    [
+        ("off", True, "off (audio.echo_cancel = off"),
+        ("guard", None, "software guard only"),
+        ("webrtc", True, "AEC3 runs inside IRIS"),
+    ],
 )
 def test_doctor_says_what_iris_does_about_echo(monkeypatch, tmp_path, setting, ok, words) -> None:
     from iris_voice.app.doctor import echo_check

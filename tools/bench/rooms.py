@@ -1,5 +1,6 @@
 """IRIS in a room: its own voice leaking back into the microphone, measured with echo
-cancellation off, with the software guard only, and with PipeWire's canceller.
+cancellation off, with the software guard only, with PipeWire's canceller and with WebRTC's
+AEC3 inside IRIS (``audio.echo_cancel`` = off, guard, pipewire, webrtc).
 
 The virtual devices get a room (``tools/testbed/echopath.py``): what reaches the speaker
 comes back into the microphone ``--delay-ms`` late, ``--gain-db`` quieter, with a
@@ -18,7 +19,8 @@ on that bed:
 No language model is needed (every question is on the fast path; the model URL is dead,
 so the daemon's one "cannot reach" sentence at start is waited out and not counted).
 
-    python -m tools.bench.rooms [--configs off,guard,pipewire] [--barge-ins 5] [--json OUT]
+    python -m tools.bench.rooms [--configs webrtc,pipewire,guard,off] [--gain-db -3]
+        [--barge-ins 5] [--json OUT]
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.bench.stats import p50, wer
+from tools.bench.stats import p50, percentile, wer
 
 QUESTIONS = (
     "bench_time_here", "bench_date_today", "bench_day_today", "bench_multiply", "bench_percent",
@@ -145,10 +147,12 @@ def barge_ins(bed: Any, daemon: Any, n: int) -> list[dict[str, Any]]:
         before = daemon.status()["turn_count"]
         rec = bed.record_speaker()
         said: dict[str, Any] = {}
-        sayer = threading.Thread(
-            target=lambda said=said: said.update(daemon.request("say", text=LONG_TEXT, timeout=120)),
-            daemon=True,
-        )
+
+        def say(said: dict[str, Any] = said) -> None:
+            said.update(daemon.request("say", text=LONG_TEXT, timeout=120))
+            said["returned_at"] = time.monotonic()  # an interrupted say returns at the barge-in
+
+        sayer = threading.Thread(target=say, daemon=True)
         sayer.start()
         daemon.wait_state("speaking", timeout=30)
         time.sleep(2.0)  # into the story
@@ -174,8 +178,15 @@ def barge_ins(bed: Any, daemon: Any, n: int) -> list[dict[str, Any]]:
             stop_ms = round((max(story) - speech_at) * 1000, 1)
         text = manifest[name]["text"]
         heard = (turn or {}).get("transcript", "") if turn else ""
+        # Interrupted before the person began: IRIS's own voice did it. Otherwise a negative
+        # stop is IRIS pausing between sentences as the person began and not going on: 0.
+        before_person = cut and said.get("returned_at", speech_at) < speech_at
+        raw_ms = stop_ms
+        if stop_ms is not None and not before_person:
+            stop_ms = max(0.0, stop_ms)
         out.append({
-            "question": name, "interrupted": cut, "stop_ms": stop_ms,
+            "question": name, "interrupted": cut, "stop_ms": stop_ms, "stop_raw_ms": raw_ms,
+            "before_person": before_person,
             "heard": heard, "wer": round(wer(text, heard), 3) if turn else None, "self_loop": looped,
         })  # fmt: skip
     return out
@@ -209,14 +220,30 @@ def run_config(method: str, args: argparse.Namespace, work: Path) -> dict[str, A
             with LiveDaemon(bed, "http://127.0.0.1:9", work / f"{method}-voice", config) as daemon:
                 _wait_quiet(daemon, 2.0)
                 result["barge_in"] = barge_ins(bed, daemon, args.barge_ins)
+                result["barge_echo"] = daemon.status().get("echo")
     return result
+
+
+def _spin() -> None:  # pragma: no cover  (a child process burning a core)
+    while True:
+        sum(i * i for i in range(100_000))
+
+
+def busy(n: int) -> list[Any]:
+    """``n`` processes each keeping a core busy (a loaded machine); terminate them after."""
+    import multiprocessing
+
+    procs = [multiprocessing.get_context("spawn").Process(target=_spin, daemon=True) for _ in range(n)]
+    for proc in procs:
+        proc.start()
+    return procs
 
 
 def report(results: list[dict[str, Any]]) -> str:
     """The table: one line per configuration, then each talk-over."""
     lines = [
         "config     room (delay, gain)  replies  self-turns  self-interrupts  own voice ignored  "
-        "talked over: stopped  before the person  stop p50 ms  WER mean"
+        "ERLE dB  talked over: stopped  before the person  stop p50 ms  p95 ms  WER mean"
     ]
     for r in results:
         s = r.get("self") or {
@@ -226,24 +253,32 @@ def report(results: list[dict[str, Any]]) -> str:
             "ignored_own_voice": "-",
         }
         b = r.get("barge_in") or []
-        stops = [x["stop_ms"] for x in b if x["stop_ms"] is not None and x["stop_ms"] >= 0]
-        early = sum(1 for x in b if x["stop_ms"] is not None and x["stop_ms"] < 0)
-        wers = [
-            x["wer"] for x in b if x["wer"] is not None and x["stop_ms"] is not None and x["stop_ms"] >= 0
-        ]
+        stops = [x["stop_ms"] for x in b if x["stop_ms"] is not None and not x.get("before_person")]
+        early = sum(1 for x in b if x.get("before_person"))
+        wers = [x["wer"] for x in b if x["wer"] is not None and x["stop_ms"] is not None]
+        erle = [
+            e.get("erle_db") for e in (s.get("echo"), r.get("barge_echo")) if isinstance(e, dict)
+        ]  # the in-process canceller's own figure (webrtc only)
+        erle_text = "/".join(f"{e:.0f}" for e in erle if e is not None) or "-"
+        label = r["config"] + (f" +{r['load']}" if r.get("load") else "")
         lines.append(
-            f"{r['config']:<10} {r['room']['delay_ms']:>5.1f} ms {r['room']['gain_db']:>6.1f} dB  "
+            f"{label:<10} "
+            f"{r['room']['delay_ms']:>5.1f} ms {r['room']['gain_db']:>6.1f} dB  "
             f"{s['replies']:>7}  {s['self_turns']:>10}  {s['self_interruptions']:>15}  "
-            f"{s['ignored_own_voice']:>17}  {len(stops):>14}/{len(b):<5}  {early:>17}  "
+            f"{s['ignored_own_voice']:>17}  {erle_text:>7}  {len(stops):>14}/{len(b):<5}  {early:>17}  "
             f"{p50(stops) if stops else float('nan'):>11.0f}  "
+            f"{percentile(stops, 95) if stops else float('nan'):>6.0f}  "
             f"{(sum(wers) / len(wers)) if wers else float('nan'):>8.2f}"
         )
     lines.append("(stop: from the start of the person's speech to IRIS's last loud 20 ms; WER over")
-    lines.append(" the questions that stopped IRIS, against the question's text)")
+    lines.append(" the questions that stopped IRIS, against the question's text; ERLE: what the")
+    lines.append(" in-process canceller removed while IRIS spoke, self-triggering / talk-over runs;")
+    lines.append(" +N: N cores kept busy meanwhile)")
     for r in results:
         for x in r.get("barge_in") or []:
             lines.append(
-                f"  {r['config']:<9} {x['question']:<22} stop {x['stop_ms']} ms  wer {x['wer']}  "
+                f"  {r['config']:<9} {x['question']:<22} stop {x['stop_ms']} ms"
+                f"{' BEFORE THE PERSON' if x.get('before_person') else ''}  wer {x['wer']}  "
                 f"heard {x['heard']!r}"
             )
     return "\n".join(lines)
@@ -252,7 +287,7 @@ def report(results: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the room benchmark and print its table."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--configs", default="pipewire,guard,off")
+    p.add_argument("--configs", default="webrtc,pipewire,guard,off")
     p.add_argument("--barge-ins", type=int, default=5)
     p.add_argument("--phases", default="self,barge", help="self (self-triggering), barge (talking over)")
     p.add_argument("--delay-ms", type=float, default=40.0)
@@ -260,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rt60-ms", type=float, default=250.0)
     p.add_argument("--follow-up-s", type=float, default=3.0)
     p.add_argument("--json", type=Path)
+    p.add_argument("--load", type=int, default=0, help="keep this many cores busy meanwhile")
     p.add_argument("--workdir", type=Path, help="keep the daemons' logs here")
     p.add_argument("--report", type=Path, metavar="JSON", help="print the table of an earlier run's --json")
     args = p.parse_args(argv)
@@ -268,11 +304,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     work = args.workdir or Path(tempfile.mkdtemp(prefix="iris-rooms-"))
     results = []
-    for method in args.configs.split(","):
-        t0 = time.monotonic()
-        results.append(run_config(method, args, work))
-        print(f"{method}: {time.monotonic() - t0:.0f} s", flush=True)
-        print(json.dumps(results[-1].get("self")), flush=True)
+    load = busy(args.load)
+    try:
+        for method in args.configs.split(","):
+            t0 = time.monotonic()
+            results.append(run_config(method, args, work))
+            results[-1]["load"] = args.load
+            print(f"{method}: {time.monotonic() - t0:.0f} s", flush=True)
+            print(json.dumps(results[-1].get("self")), flush=True)
+    finally:
+        for proc in load:
+            proc.terminate()
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -1,0 +1,50 @@
+"""The barge-in benchmark's own arithmetic (tools/bench/aec_bargein.py): when a run of
+speech frames fires, which replies count as falsely interrupted, and how late a person
+is heard."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tools.bench import aec_bargein as bargein
+from tools.bench import aec_scene as sc
+
+FRAME_S = bargein.FRAME_S
+
+
+def test_a_run_fires_when_it_completes_and_then_starts_afresh() -> None:
+    speech = np.array([1, 1, 0, 1, 1, 1, 1, 1, 0, 1], bool)
+    assert bargein.fired(speech, 2).tolist() == [1, 4, 6]
+    assert bargein.fired(speech, 3).tolist() == [5]
+    assert bargein.fired(speech, 6).tolist() == []
+
+
+def _scene() -> sc.Scene:
+    """Two replies: one with IRIS alone (0-2 s), one the person talks over from 4.0 s."""
+    person = np.zeros(8 * sc.RATE)
+    person[int(4.0 * sc.RATE) : int(5.0 * sc.RATE)] = 3000.0
+    talk = sc.Talk("stop", alone=(6.5, 7.0), over=(4.0, 5.0))
+    return sc.Scene(np.zeros(8 * 22050), 22050, person, ((0.0, 2.0), (3.0, 5.5)), (talk,), 0.0)
+
+
+def test_only_replies_with_iris_alone_count_as_false_and_delays_run_from_the_persons_voice() -> None:
+    scene = _scene()
+    frames = int(8 / FRAME_S)
+    probs = np.zeros(frames)
+    probs[int(1.0 / FRAME_S) : int(1.0 / FRAME_S) + 2] = 0.9  # two frames of "speech" in IRIS's voice
+    onset = int(4.0 / FRAME_S) + 1
+    probs[onset + 3 : onset + 12] = 0.9  # the person, heard three frames late
+    rows = {r["run"]: r for r in bargein.judge(scene, scene.person, probs, 0.5)}
+    assert rows[1]["false"] == 1 and rows[2]["false"] == 1 and rows[3]["false"] == 0
+    assert rows[2]["replies"] == 2 and rows[2]["detected"] == 1 and rows[2]["over"] == 1
+    # From the person's first loud frame to the end of the frame that completed the run.
+    assert rows[2]["p50_ms"] > rows[1]["p50_ms"] > 0
+    assert rows[8]["detected"] == 1 and rows[8]["p50_ms"] >= 8 * FRAME_S * 1000
+
+
+def test_frames_not_allowed_interrupt_nothing() -> None:
+    scene = _scene()
+    probs = np.full(int(8 / FRAME_S), 0.9)
+    allowed = np.zeros(len(probs), bool)
+    rows = bargein.judge(scene, scene.person, probs, 0.5, allowed)
+    assert all(r["false"] == 0 and r["detected"] == 0 for r in rows)
