@@ -55,6 +55,10 @@ log = logging.getLogger(__name__)
 
 SPEECH_HYSTERESIS = 0.15
 """How far below ``audio.vad_threshold`` speech may fall once an utterance is under way."""
+TALK_OVER_PRE_ROLL_S = 1.0
+"""Audio kept before a voice barge-in on the microphone cancelled in-process: speech over
+IRIS is damped there while IRIS still talks, so the run that interrupts it completes a
+while after the person began (p50 ~0.5 s live); the question's first words lie before it."""
 VOICE_BARGE_IN_S = 0.25
 """Speech needed to interrupt IRIS with ``barge_in = "voice"`` (a cough must not)."""
 SPEECH_START_S = 0.096
@@ -100,6 +104,7 @@ class Listener:
         self._pre: deque[tuple[np.ndarray, bool]] = deque(
             maxlen=max(1, round(cfg.pre_roll_ms / 1000 / FRAME_S))
         )
+        self._talk_pre: deque[tuple[np.ndarray, bool]] = deque(maxlen=round(TALK_OVER_PRE_ROLL_S / FRAME_S))
         self._capture: list[np.ndarray] | None = None
         self._trigger = Trigger.ALWAYS
         self._lead = ""  # the words the capture starts with (``Utterance.lead``)
@@ -142,6 +147,7 @@ class Listener:
             self._mode = self._muted_from
 
     def _set_mode(self, mode: ListenMode) -> None:
+        self._talk_pre.clear()  # audio from over an earlier reply is no question's start
         if self._mode == ListenMode.MUTED:
             self._muted_from = mode  # applied when unmuted
         else:
@@ -257,14 +263,18 @@ class Listener:
             speech = await self._is_speech(frame)
             self._pre.append((frame, speech))
             self._speech_run = self._speech_run + 1 if speech else 0
+            need = self.guard.barge_in_speech_s if self.guard is not None else None
+            pre = self._pre
+            if need is not None:  # the in-process canceller: a longer pre-roll (why: above)
+                self._talk_pre.append((frame, speech))
+                pre = self._talk_pre
             if self.guard is not None and self.guard.gates_barge_in:  # speech louder than IRIS's echo
                 talking_over = self.guard.talking_over(frame, speech)
             else:
-                need = self.guard.barge_in_speech_s if self.guard is not None else None
                 talking_over = self._speech_run * FRAME_S + 1e-9 >= (need or VOICE_BARGE_IN_S)
             if talking_over:
                 self._emit(BargeIn("voice"))
-                self._start(Trigger.BARGE_IN, [f for f, _ in self._pre], replay=True)
+                self._start(Trigger.BARGE_IN, [f for f, _ in pre], replay=True, flags=[s for _, s in pre])
             return
         if not self._alarm:  # (with an alarm, _speech_starts filled the pre-roll)
             self._pre.append((frame, False))
@@ -338,10 +348,16 @@ class Listener:
             self._emit(Speculation(text))
 
     def _start(
-        self, trigger: Trigger, frames: list[np.ndarray], replay: bool = False, lead: str = ""
+        self,
+        trigger: Trigger,
+        frames: list[np.ndarray],
+        replay: bool = False,
+        lead: str = "",
+        flags: list[bool] | None = None,
     ) -> None:
         """Open a capture with ``frames`` already in it (pre-roll; ``lead``: the words they
-        are known to start with, the wake phrase)."""
+        are known to start with, the wake phrase; ``flags``: the VAD's verdicts on them,
+        else the pre-roll's)."""
         self._trigger = trigger
         self._lead = lead
         if self.turn_end is not None:
@@ -355,7 +371,8 @@ class Listener:
         self._capture = list(frames)
         self._speculated = False
         self._capture_start_s = self.position_s - len(frames) * FRAME_S
-        flags = [s for _, s in self._pre][-len(frames) :] if replay else []
+        if flags is None:
+            flags = [s for _, s in self._pre][-len(frames) :] if replay else []
         self._open_session(frames, flags)
         if replay:  # the VAD already judged these frames: let the segmenter see them too
             for speech in flags:
@@ -363,6 +380,7 @@ class Listener:
                 if isinstance(event, UtteranceStarted):
                     self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         self._pre.clear()
+        self._talk_pre.clear()
         self._speech_run = 0
         # Without the wake word, the wake model catches up on the pre-roll and follows the
         # capture's start (``WAKE_WATCH_S``).
