@@ -78,8 +78,12 @@ CONVERGED_DB = 15.0
 talking, dB. Not only at the start: live, after a person had talked over IRIS, AEC3 sometimes
 let 4–10 dB of IRIS's voice through for several seconds while it re-learned (the test bed's
 room, ``make bench-rooms``); speech must not interrupt IRIS then (the wake word still does)."""
-RECENT_FRAMES = 60
-"""Frames of IRIS talking (~2 s of speech) over which the echo removed now is judged."""
+RECENT_FRAMES = 150
+"""Frames of IRIS talking (~5 s of speech) over which the echo removed now is judged: long
+enough that a person talking over IRIS (their frames show little echo removed: they are
+the person, not the echo) does not close the gate before IRIS stops (on the offline scene
+a 2 s window cost 2 of 13 detections at 64 ms of speech), short enough that seconds of AEC3
+re-learning do."""
 
 
 def unavailable() -> str | None:

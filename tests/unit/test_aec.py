@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soxr
 
-from iris_voice.audio.aec import IDLE_S, SLACK, TRIM_EVERY, InProcessCanceller, PlayedReference
+from iris_voice.audio.aec import IDLE_S, RECENT_FRAMES, SLACK, TRIM_EVERY, InProcessCanceller, PlayedReference
 from iris_voice.audio.resample import resample
 from tests.unit.test_speaker_recovery import RATE, Fails, FakePortAudio, _ramp, _sink
 from tools.testbed.echopath import RATE as ROOM_RATE
@@ -194,11 +194,13 @@ def test_speech_may_interrupt_only_while_the_canceller_removes_iris_now() -> Non
     assert not canceller.converged, "trusted before it had heard enough of IRIS"
     talk(100)
     assert canceller.converged and canceller.erle_db is not None and canceller.erle_db > 30
-    engine.leak = True  # AEC3 re-learning after a person talked over IRIS: 0 dB removed
-    talk(40)
+    engine.leak = True  # a person talks over IRIS for half a second: nothing to judge by yet
+    talk(16)
+    assert canceller.converged, "the gate closed under the person's own voice"
+    talk(RECENT_FRAMES // 2)  # AEC3 re-learning for seconds: 0 dB removed
     assert not canceller.converged
     engine.leak = False
-    talk(60)
+    talk(RECENT_FRAMES)
     assert canceller.converged
 
 
