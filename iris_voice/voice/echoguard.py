@@ -61,10 +61,11 @@ also damps the user's voice while IRIS talks (about a third of their frames stay
 bar, in runs), and its residue passes the bar in ones and twos (at most 5 of 16 measured)."""
 IN_PROCESS_SPEECH_S = 0.192
 """Speech on the microphone cancelled in-process that interrupts IRIS: six 32 ms frames of
-Silero in a row. Measured, both ways: on the offline scene (``tools/bench/aec_bargein``)
-192 ms is the shortest run that no burst of IRIS's own voice reached in either room, even
-before the canceller had converged; live (``make bench-rooms``), 64 and 128 ms let AEC3's
-residue interrupt IRIS's replies after a person had talked over it, 192 ms did not."""
+Silero in a row. Measured: on the offline scene (``tools/bench/aec_bargein``) no run length
+let IRIS's own voice interrupt it once the canceller had converged (0 of 21 replies in both
+rooms), so the length is set by the live bench (``make bench-rooms``), where 64 and 128 ms
+let AEC3's residue interrupt IRIS's replies after a person had talked over it and 192 ms
+did not."""
 SILENT_RMS = 50.0
 """A speaker quieter than this (int16 RMS) makes no echo worth guarding against."""
 
