@@ -12,14 +12,12 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
 from tests.support.spoken import share_said
-from tests.support.voice_helpers import clock_hours, heard
+from tests.support.voice_helpers import clock_hours, heard, hours_near
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 from tests.support.waiting import wait_line as _wait_line
 from tools.testbed.hubs import hub_process
@@ -102,8 +100,7 @@ def test_what_time_is_it_asked_at_the_satellite_is_answered_by_the_hub(
     reply = answered.split("answered: ", 1)[-1].strip("'\"")
     heard_line = _wait_line(hub_log, "kitchen heard:", hub, PATIENCE_S)
     assert "time" in heard_line.lower() and "jarvis" not in heard_line.split("heard:")[1].lower()
-    now = datetime.now(ZoneInfo(tz))
-    hours = {now.hour, now.hour % 12 or 12, (now.hour + 1) % 24, ((now.hour + 1) % 12) or 12}
+    hours, now = hours_near(tz)
     assert clock_hours(reply) & hours, f"the hub answered {reply!r}; the hour is {now:%H:%M}"
     said = heard(judge, audio)
     print(f"\nhub answered {reply!r}; the satellite's speaker said {said!r}")

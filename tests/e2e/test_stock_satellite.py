@@ -12,13 +12,11 @@ import re
 import socket
 import subprocess
 import time
-from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.support.voice_helpers import clock_hours, heard
+from tests.support.voice_helpers import clock_hours, heard, hours_near
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 from tests.support.waiting import wait_line as _wait_text
 from tools.testbed import peer_satellite
@@ -84,8 +82,7 @@ def test_a_question_to_the_stock_satellite_is_answered_through_its_speaker(virtu
     wait_heard(rec, 0.5, "the answer on the stock satellite's speaker")
     audio = wait_quiet(rec, 1.5)
     said = heard(judge, audio)
-    now = datetime.now(ZoneInfo("Asia/Tokyo"))
-    hours = {now.hour % 12 or 12, ((now.hour + 1) % 12) or 12, now.hour, (now.hour + 1) % 24}
+    hours, now = hours_near("Asia/Tokyo")
     print(f"\nthe hub heard {transcript!r}; the stock satellite's speaker said {said!r} (Tokyo {now:%H:%M})")
     assert said.strip(), "the speaker played nothing a listener could hear as words"
     if "tokyo" in transcript:  # the city heard right (a glitch of the loaded test bed's audio can blur it)

@@ -9,15 +9,13 @@ person would judge it by listening.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from pathlib import Path
 
 import pytest
-import pytz
 
 from tests.support.audiosignals import loud_seconds
 from tests.support.spoken import share_said
-from tests.support.voice_helpers import ask, clock_hours, heard, loud_spans
+from tests.support.voice_helpers import ask, clock_hours, heard, hours_near, loud_spans
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
@@ -79,8 +77,7 @@ def test_time_in_tokyo_is_spoken(virtual_audio, iris, judge):
     assert re.search(r"\btok", turn["transcript"].lower()), turn["transcript"]
     assert any(c["name"] == "get_current_time" and c["ok"] for c in turn["tool_calls"]), turn
     said = heard(judge, audio)
-    now = datetime.now(pytz.timezone("Asia/Tokyo"))
-    hours = {now.hour, now.hour % 12 or 12, (now.hour + 1) % 24, ((now.hour + 1) % 12) or 12}
+    hours, now = hours_near("Asia/Tokyo")
     assert clock_hours(turn["reply"]) & hours, f"reply {turn['reply']!r}; Tokyo hour is {now:%H:%M}"
     # Whisper may run "Tokyo is" together ("tokikos"): the place is checked loosely. It writes
     # "2:41 a.m." as "241 a.m." at times; a clock time it did write must carry the right hour,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -53,6 +55,16 @@ def clock_hours(said: str) -> set[int]:
     digit) and "two forty-one a.m." all give 2; "12 p.m." gives 12. A bare number is no time
     (tests/support/spoken.py reads them)."""
     return {hour for hour, _ in clock_times(said)}
+
+
+def hours_near(tz: str) -> tuple[set[int], datetime]:
+    """The hours a clock in ``tz`` may rightly say of a turn that ended just now, on the
+    24-hour and the 12-hour clock, and the time now: this hour, the one before (the reply
+    was written at 5:59 and checked at 6:00) and the one after (a model rounding 5:58 up
+    to "about six"). Three hours of twelve: a wrong zone still fails."""
+    now = datetime.now(ZoneInfo(tz))
+    near = [(now + timedelta(hours=d)).hour for d in (-1, 0, 1)]
+    return {h for hour in near for h in (hour, hour % 12 or 12)}, now
 
 
 def loud_spans(samples: np.ndarray, rate: int = 16000, block: float = 0.02) -> list[tuple[float, float]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.voice_helpers import clock_hours, share_heard
+from tests.support.voice_helpers import clock_hours, hours_near, share_heard
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,17 @@ def test_clock_hours_reads_times_as_whisper_writes_them(said, hours):
 def test_share_heard_counts_the_reply_words_a_listener_heard():
     assert share_heard("It is 2:41 AM in Tokyo.", "it is 241 a.m. in tokyo") == pytest.approx(4 / 7)
     assert share_heard("23 times 47 is 1,081.", "23x47 is 1081") == 1.0
+
+
+def test_hours_near_take_the_hour_before_and_after_on_both_clocks_and_no_other():
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    hours, now = hours_near("Asia/Tokyo")
+    assert now.tzinfo is not None and now.utcoffset() == timedelta(hours=9)
+    before = (now - timedelta(hours=1)).hour  # a reply written at 5:59 and checked at 6:00
+    assert {now.hour, now.hour % 12 or 12, before, before % 12 or 12} <= hours
+    far = (now + timedelta(hours=4)).hour  # a wrong zone (or a wrong clock) is not near
+    assert far not in hours and (far % 12 or 12) not in hours
+    utc = datetime.now(ZoneInfo("UTC")).hour  # nine hours off
+    assert utc not in hours and (utc % 12 or 12) not in hours
