@@ -226,6 +226,9 @@ class RetrievalConfig(_Section):
     """How a retrieved tool is shown: ``brief`` keeps each description's first sentence and
     drops ``$schema``, titles, examples and defaults (read anew on every turn it is shown);
     ``full`` as its server describes it."""
+    examples: bool = False
+    """Show each retrieved tool with one example call, its values from its own schema
+    (examples, defaults, enums, "e.g." in a description): measured in docs/benchmarks.md."""
 
 
 class ConversationsConfig(_Section):

@@ -22,6 +22,7 @@ from typing import Any
 
 from iris_voice.config import RetrievalConfig
 from iris_voice.conversation.history import Message
+from iris_voice.tools.examples import with_example
 from iris_voice.tools.registry import Tool, ToolRegistry
 from iris_voice.tools.render import render
 from iris_voice.tools.retrieval import ToolIndex
@@ -63,13 +64,16 @@ def indexed(tool: Tool) -> bool:
     return "mcp" not in tool.meta
 
 
-def tools_block(tools: list[Tool], brief: bool = False) -> str:
+def tools_block(tools: list[Tool], brief: bool = False, examples: bool = False) -> str:
     """The definitions as the chat template writes them: compact JSON, one per line
-    (``brief``: each description its first sentence, see ``brief_definition``)."""
+    (``brief``: each description its first sentence, see ``brief_definition``;
+    ``examples``: each with an example call from its schema, see ``with_example``)."""
     rendered = render([t.spec for t in tools], "ollama")
     lines = rendered if isinstance(rendered, list) else []
     if brief:
         lines = [brief_definition(t) for t in lines]
+    if examples:
+        lines = [with_example(line, t.spec) for line, t in zip(lines, tools, strict=True)]
     body = "\n".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in lines)
     return f"<tools>\n{body}\n</tools>"
 
@@ -174,7 +178,7 @@ class ToolPicker:
 
     def block(self, tools: list[Tool]) -> str:
         """The picked definitions as this turn shows them (``retrieval.definitions``)."""
-        return tools_block(tools, brief=self.cfg.definitions == "brief")
+        return tools_block(tools, brief=self.cfg.definitions == "brief", examples=self.cfg.examples)
 
     def with_tools(self, message: Message, tools: list[Tool], note: str = "") -> Message:
         """The user ``message`` as sent this turn: its words, then the picked definitions,

@@ -51,13 +51,14 @@ from tools.bench.stats import p50
 from tools.bench.tool_questions import Question, Request, dev, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
-CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither", "choice")
+CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither", "choice", "examples")
 """eager built-in only (baseline), every tool eager, lazy meta-tools only, retrieval; and
 retrieval without its levers: ``no-say`` (every MCP result phrased by a second model
 round, ``mcp.say_results = false``), ``full-defs`` (retrieved tools shown as their servers
 describe them, ``retrieval.definitions = "full"``), ``neither``; and with one more:
-``choice`` (a constrained choice on turns retrieval added tools to, ``llm.choice``)."""
-RETRIEVING = ("retrieval", "no-say", "full-defs", "neither", "choice")
+``choice`` (a constrained choice on turns retrieval added tools to, ``llm.choice``),
+``examples`` (each retrieved tool with an example call from its schema, ``retrieval.examples``)."""
+RETRIEVING = ("retrieval", "no-say", "full-defs", "neither", "choice", "examples")
 """The configurations that retrieve hidden tools per turn."""
 CONVERSATION = [
     "What is the capital of Australia?",
@@ -111,7 +112,9 @@ def config_for(name: str, host: str, model: str, state: Path) -> Config:
         mcp=McpConfig(servers=servers, say_results=name not in ("no-say", "neither")),
         intents=IntentsConfig(enabled=False),
         retrieval=RetrievalConfig(
-            enabled=name in RETRIEVING, definitions="full" if name in ("full-defs", "neither") else "brief"
+            enabled=name in RETRIEVING,
+            definitions="full" if name in ("full-defs", "neither") else "brief",
+            examples=name == "examples",
         ),
     )
 
