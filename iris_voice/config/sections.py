@@ -41,7 +41,8 @@ class LlmConfig(_Section):
     choice: Literal["off", "retrieved", "always"] = "off"
     """A round where the model may call a tool writes its choice as JSON a grammar keeps
     (Ollama's ``format``): one tool it was shown with arguments its schema allows, or an
-    answer. ``retrieved``: only on turns retrieval added tools to; ``always``; ``off``."""
+    answer. ``retrieved``: only on turns retrieval added tools to; ``always``; ``off``.
+    Only a turn's first choice is constrained: after a tool result the model answers freely."""
     connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
     request_timeout_s: Annotated[float, Field(gt=0)] = 120.0
     history_turns: Annotated[int, Field(ge=0, le=100)] = 12

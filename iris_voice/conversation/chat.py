@@ -291,7 +291,11 @@ class ChatLoop:
         ``written`` receives the calls written as text that the speech filter swallowed;
         ``clause``: the first piece may be a clause of that many words."""
         tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
-        constrained = tools is not None and self._constrained(picked)
+        # Only the decision is constrained: once a tool has answered, the model explains
+        # its result in words (held to JSON it called a second tool where it would have
+        # answered) and may still call another tool natively.
+        decided = any(m.get("role") == "tool" for m in turn.messages)
+        constrained = tools is not None and not decided and self._constrained(picked)
         speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
         try:

@@ -126,13 +126,17 @@ async def test_a_turn_with_retrieved_tools_chooses_in_json_and_keeps_the_cached_
 
     backend = ScriptedBackend(
         '{"tool": "data/sqlite/read_query", "arguments": {"query": "SELECT price FROM products"}}',
-        '{"tool": "none", "answer": "Tea costs 4.50 in the shop."}',
+        "Tea costs 4.50 in the shop.",
         "Hello! How can I help?",
     )
     it = assistant(backend)
     trace = await ask(it, "How much does tea cost in the shop database?")
     assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [("data/sqlite/read_query", True)]
     assert trace.reply == "Tea costs 4.50 in the shop."
+    # the choice was made: the result is explained in words, with the tools still there
+    assert backend.requests[1]["fmt"] is None and backend.requests[1]["tools"]
+    asked = [m for m in backend.requests[1]["messages"] if m["role"] == "user"][-1]
+    assert asked["content"].startswith("How much") and CHOICE_NOTE not in asked["content"]
     first = backend.requests[0]
     names = {b["properties"]["tool"]["const"] for b in first["fmt"]["anyOf"]}
     assert names == {*builtin_registry().names(), "data/sqlite/read_query", NONE}
