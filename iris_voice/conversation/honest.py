@@ -82,6 +82,26 @@ _STATE = re.compile(
 )
 """A claim that the world changed: "The garage door is now open.", "The volume has been set
 to 100%." (only ever checked while no tool has acted in the turn)."""
+_BEEN = r"\b(?:is|are|was|were|has been|have been|'s been|'s|'re)\s+(?:now\s+|just\s+|already\s+)?"
+
+
+def _participles(verb: str) -> list[str]:
+    """The forms of ``verb`` that say it is done: unlocked, shut, sent, turned (on)…"""
+    return [f for f in _forms(verb) if f.endswith("ed") or f in _IRREGULAR.get(verb, [verb])]
+
+
+def said_done(sentence: str, request: str) -> bool:
+    """True when ``request`` opens with a verb of action and ``sentence`` says its object is
+    in that state now ("Unlock the back door." → "The back door is unlocked."): what the
+    request asked for, said done while no tool acted. "Is the door locked?" asks nothing."""
+    m = _ORDER.match(request)
+    verb = m.group(0).split()[-1].lower().strip(",.!?") if m else ""
+    if verb not in _VERBS:
+        return False
+    done = "|".join(_participles(verb))
+    return bool(re.search(rf"{_BEEN}(?:{done})\b", sentence, re.IGNORECASE))
+
+
 _NEGATED = re.compile(r"\b(?:not|n't|cannot|unable|never|no way|sorry)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[a-z0-9']+")
 _SMALL = set(
@@ -143,7 +163,7 @@ def echoes(sentence: str, request: str) -> bool:
 def claims(sentence: str, request: str = "") -> bool:
     """True when ``sentence`` claims an action no tool of the turn performed: IRIS doing,
     having done or able to do something on the world, the world changed, or the request
-    itself repeated as the answer. A refusal ("I can't open doors") claims nothing."""
+    itself repeated as the answer or said done. A refusal ("I can't open doors") claims nothing."""
     text = " ".join(sentence.replace("’", "'").split())
     if _NEGATED.search(text):
         return False
@@ -153,7 +173,7 @@ def claims(sentence: str, request: str = "") -> bool:
         return True
     if _GERUND.search(text) and not _FINITE.search(text):
         return True
-    return bool(request) and echoes(text, request)
+    return bool(request) and (echoes(text, request) or said_done(text, request))
 
 
 @dataclass

@@ -34,6 +34,10 @@ from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistan
         ("The volume has been set to 100%.", "Turn the volume up."),
         ("I'm going to send the email to your boss.", "Email my boss."),
         ("Okay, I've just ordered a medium Americano.", "A medium Americano, please."),
+        # the request's own verb said done while no tool acted
+        ("The back door is unlocked.", "Unlock the back door."),
+        ("The email has been sent.", "Send an email to Bob."),
+        ("The lights are turned off.", "Please turn off the lights."),
     ],
 )
 def test_replies_that_claim_an_action_are_claims(reply, request_):
@@ -53,6 +57,8 @@ def test_replies_that_claim_an_action_are_claims(reply, request_):
         ("The store is open until nine.", "When does the store close?"),
         ("It is 6:35 pm in Tokyo.", "What time is it in Tokyo?"),
         ("Your pasta timer is set for 8 minutes.", "Set a pasta timer for eight minutes."),
+        ("The door is locked.", "Is the door locked?"),  # a question asks for no action
+        ("The lights were turned off at ten.", "When were the lights turned off?"),
     ],
 )
 def test_answers_refusals_and_true_abilities_are_not_claims(reply, request_):

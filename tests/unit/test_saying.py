@@ -55,6 +55,12 @@ def test_a_short_result_is_said_in_words_a_listener_takes_in(result, said):
         "\x1b[31mred\x1b[0m",  # a terminal's colours
         "[{'rows': [1, 2]}]",  # not flat rows
         "[{'a': 1}, {'a': 2}, {'a': 3}, {'a': 4}, {'a': 5}, {'a': 6}]",  # too many rows
+        # failures a server reports as text: the model reads them and can mend its call
+        "Database error: no such table: coffee_shop",
+        "Error: ENOENT: no such file or directory, open '/home/user/notes/ideas.txt'",
+        "Access denied - path outside allowed directories: /home/user/notes not in /srv/notes",
+        'Error executing tool read_query: near "SELEC": syntax error',
+        "fatal: bad revision 'HEAD~1'",
     ],
 )
 def test_what_a_listener_could_not_take_in_is_left_to_the_model(result):

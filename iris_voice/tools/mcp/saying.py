@@ -26,6 +26,15 @@ _UNSAYABLE = re.compile(
     r"\b[0-9a-f]{12,}\b|\d{4}-\d\d-\d\dT\d|\d\d:\d\d:\d\d|[{}<>`|\\]|\w/\w|https?:|\bnull\b",
     re.IGNORECASE,
 )
+# A server that reports a failure as ordinary text ("Database error: no such table: …",
+# "Access denied - path outside allowed directories"): the model reads it and can mend its
+# call; said as it is, it would be the answer.
+_FAILED = re.compile(
+    r"^\W*(?:[\w ]{0,30}\b(?:error|exception|traceback|fatal)\b|access denied|permission denied|failed\b"
+    r"|invalid\b|unknown (?:table|column|file|tool))|\bno such (?:table|column|file|directory)\b"
+    r"|\b(?:does not|doesn't) exist\b",
+    re.IGNORECASE,
+)
 _BULLET = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|\[(?:FILE|DIR)\]\s+|\*\s*)")
 _NOTE = re.compile(r"\s*\([^()]*\)")
 _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
@@ -36,6 +45,8 @@ def say_result(text: str) -> str | None:
     text = text.strip()
     if not text or len(text) > MAX_CHARS or not text.replace("\n", "").replace("\t", "").isprintable():
         return None  # empty, long, or control characters (a terminal's colours) no voice should read
+    if _FAILED.search(text):
+        return None
     data = _literal(text)
     if data is None:
         said = _say_lines(text)
