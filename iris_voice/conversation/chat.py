@@ -31,6 +31,7 @@ from iris_voice.conversation.repairs import (
     act_now,
     answer_now,
     closing_words,
+    explain_now,
     retry_without_tools,
     unspeakable,
 )
@@ -172,7 +173,7 @@ class ChatLoop:
                 if rnd.undone:  # told, and still only words: nothing was done, as IRIS says
                     yield loop.spoke(rnd, NOT_DONE)
                     return
-                if retry_without_tools(turn, loop, rnd):
+                if retry_without_tools(turn, loop, rnd) or explain_now(turn, loop, rnd):
                     continue
                 if closing := closing_words(trace, loop):
                     yield closing

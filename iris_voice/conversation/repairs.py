@@ -8,6 +8,8 @@ does not, each one measured on the tool benchmarks before it was kept:
 - it says a timer action was done and calls nothing ("The pasta timer has been
   cancelled."): its words go back with ``ACT_NOTE`` and it gets one more round with its
   tools (``act_now``); if it still only talks, ``NOT_DONE`` is said;
+- a tool answered and it wrote nothing a listener can hear, the result being no answer
+  read out (JSON): one more round without tools for the answer in words (``explain_now``);
 - it stops after its tools ran, or its last words were call syntax: ``closing_words``;
 - call syntax or a tool's name is never spoken (``unspeakable``).
 
@@ -82,6 +84,21 @@ def retry_without_tools(turn: Turn, loop: Loop, rnd: Round) -> bool:
         answer_now(turn, loop, NO_TOOL_NOTE)
         return True
     return False
+
+
+def explain_now(turn: Turn, loop: Loop, rnd: Round) -> bool:
+    """A tool answered, and the model wrote nothing a listener can hear about it (only call
+    syntax, or nothing) while the result itself cannot be read out (a knowledge graph's
+    JSON): one more round, without tools, for the answer in words — not "I can't", when
+    the tool did its part (True: go on)."""
+    calls = turn.trace.tool_calls
+    if loop.said or not rnd.tools or not any(c["ok"] for c in calls):
+        return False
+    if last_words(turn.trace, loop.names) != CANNOT:
+        return False  # the result itself is the answer ("23 * 47 = 1081")
+    answer_now(turn, loop, LIMIT_NOTE)
+    turn.trace.extra["explained"] = True
+    return True
 
 
 def closing_words(trace: TurnTrace, loop: Loop) -> str | None:

@@ -310,3 +310,31 @@ async def test_words_about_timers_that_claim_nothing_are_spoken_at_once():
     loop, backend = timer_loop("Your pasta timer has been set for eight minutes.")
     trace = await ask(loop, "thanks a lot")  # no timer action asked: no claim checked
     assert trace.reply == "Your pasta timer has been set for eight minutes." and len(backend.requests) == 1
+
+
+def graph_registry() -> ToolRegistry:
+    r = ToolRegistry()
+
+    def search_nodes(query: str) -> str:
+        """Search the knowledge graph."""
+        return '{"entities": [{"name": "Alice", "observations": ["likes tennis"]}], "relations": []}'
+
+    r.add_function(search_nodes)
+    return r
+
+
+async def test_a_result_no_listener_could_take_in_and_no_words_after_it_asks_once_for_the_answer():
+    # The tool did its part; the model fell silent after it. The result (JSON) cannot be
+    # read out: one round without tools for the answer, not "I can't do that".
+    backend = ScriptedBackend([("search_nodes", {"query": "Alice"})], "", "Alice likes tennis.")
+    loop = chat_assistant(backend, graph_registry(), LlmConfig())
+    trace = await ask(loop, "What do you remember about Alice?")
+    assert trace.reply == "Alice likes tennis." and len(backend.requests) == 3
+    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
+
+
+async def test_a_result_that_is_the_answer_needs_no_further_round():
+    loop, backend, _ = make([("multiply", {"a": 23, "b": 47})], "")
+    trace = await ask(loop, "What is 23 times 47?")
+    assert "1081" in trace.reply and len(backend.requests) == 2
