@@ -211,7 +211,8 @@ class ChatLoop:
         clause = 0 if loop.said else self.first_clause_words  # only the turn's first piece
         # A claim of an action waits for the round's end: a call follows it, or it was untrue.
         acted = any(c["ok"] and not self.registry.read_only(c["name"]) for c in turn.trace.tool_calls)
-        guard = ClaimGuard(turn.text, active=not acted)
+        shown = (*self.registry, *loop.picked)
+        guard = ClaimGuard(turn.text, active=not acted, descriptions=tuple(t.spec.description for t in shown))
         async for sentence, content, calls in self._one_round(
             turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause
         ):
@@ -232,7 +233,7 @@ class ChatLoop:
             turn.trace.extra["claimed"] = guard.refused
         rnd.undone = guard.undone
         if rnd.undone:
-            log.info("not spoken (claims a timer action without its call): %r", rnd.undone)
+            log.info("not spoken (a timer action claimed or a tool recited, no call): %r", rnd.undone)
 
     async def _run_calls(
         self, turn: Turn, loop: Loop, calls: list[tuple[str, Any]]

@@ -160,6 +160,19 @@ def echoes(sentence: str, request: str) -> bool:
     return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))
 
 
+def recites(sentence: str, descriptions: tuple[str, ...]) -> bool:
+    """True when ``sentence`` is a tool's description said back ("How long is left on the
+    pasta timer?" → "To list timers and reminders, or how long one has left."): the model
+    read out the tool it should have called. Every word of its own is the description's,
+    and it covers most of it."""
+    said = {w for w in _words(sentence) if w not in _SMALL}
+    for description in descriptions:
+        words = {w for w in _words(description) if w not in _SMALL}
+        if len(words) >= 3 and said and said <= words and len(said) >= 0.7 * len(words):
+            return True
+    return False
+
+
 def claims(sentence: str, request: str = "") -> bool:
     """True when ``sentence`` claims an action no tool of the turn performed: IRIS doing,
     having done or able to do something on the world, the world changed, or the request
@@ -196,13 +209,19 @@ class ClaimGuard:
     """Held sentences claiming a timer action no call performed: not said (the loop asks
     the model to act)."""
     own: bool = False
-    """The first held sentence claims one of IRIS's own actions."""
+    """The first held sentence claims one of IRIS's own actions (or recites a tool)."""
+    descriptions: tuple[str, ...] = ()
+    """The shown tools' descriptions (for ``recites``)."""
+    recital: bool = False
+    """The first held sentence recites a tool's description: never said, call or not."""
 
     def feed(self, sentence: str) -> list[str]:
         """The sentences that may be spoken now (none while a claim is held)."""
         if not self.active:
             return [sentence]
-        if not self.held and claims_own(sentence, self.request):
+        if not self.held and recites(sentence, self.descriptions):
+            self.own = self.recital = True
+        elif not self.held and claims_own(sentence, self.request):
             self.own = True
         if self.held or self.own or claims(sentence, self.request):
             self.held.append(sentence)
@@ -212,10 +231,10 @@ class ClaimGuard:
     def settle(self, called: bool) -> list[str]:
         """At the round's end: the held sentences if the round called a tool, else ``CANNOT``
         instead of them (nothing when nothing was held, or ``undone`` for a timer action
-        claimed)."""
+        claimed or a tool recited; a recital is not said even when the call follows)."""
         held, self.held = self.held, []
         if not held or called:
-            return held
+            return [] if self.recital else held
         if self.own:
             self.undone = held
             return []

@@ -10,7 +10,8 @@ import pytest
 
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.chat import ChatLoop
-from iris_voice.conversation.honest import ClaimGuard, claims, claims_own
+from iris_voice.conversation.honest import ClaimGuard, claims, claims_own, recites
+from iris_voice.conversation.repairs import ACT_NOTE
 from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.llm.client import ChatChunk
 from iris_voice.tools.registry import CANNOT
@@ -205,3 +206,23 @@ async def test_only_a_claim_waits_for_the_round_to_end(first, spoken_at_once):
     first_said = await asyncio.wait_for(got, 30)
     assert first_said == (first.removesuffix(" It") if spoken_at_once else CANNOT)
     await sentences.aclose()
+
+
+def test_a_tool_description_said_back_is_a_recital():
+    described = ("List timers and reminders, or how long one has left.", "Start a countdown timer.")
+    assert recites("To list timers and reminders, or how long one has left.", described)
+    assert not recites("You have one timer: pasta, with 7 minutes left.", described)
+    assert not recites("Timers are fun.", described)  # a few of its words are no recital
+
+
+async def test_a_recited_tool_is_never_said_and_the_model_is_asked_to_call_it():
+    # "How long is left on the pasta timer?" got list_timers' description read out as the
+    # answer (the development half of the tool questions): it goes back, the call follows.
+    registry = builtin_registry()
+    await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})
+    recital = "To list timers and reminders, or how long one has left."
+    backend = ScriptedBackend(recital, [("list_timers", {})])
+    trace = await ask(chat_assistant(backend, registry), "How long is left on the pasta timer?")
+    assert "pasta" in trace.reply and "list timers" not in trace.reply.lower()
+    assert [c["name"] for c in trace.tool_calls] == ["list_timers"]
+    assert backend.requests[1]["messages"][-1]["content"] == ACT_NOTE
