@@ -45,6 +45,7 @@ from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.sentences import SentenceSplitter, split_sentences
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
 from iris_voice.tools.choice import CHOICE_NOTE, NotAChoice, choice_schema, chosen
+from iris_voice.tools.paths import repair_paths
 from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult, spoken
 from iris_voice.tools.render import manifest, render
 from iris_voice.tools.repair import repair_zones
@@ -250,6 +251,7 @@ class ChatLoop:
             tool = self.registry.get(name)
             if tool is not None and isinstance(args, dict):
                 args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
+                args = repair_paths(tool, args)  # "/home/user/notes" for the server's notes folder
             res = await self.registry.call(name, args, request=turn.text)
             results.append(res)
             turn.trace.add_call(res)

@@ -32,6 +32,7 @@ from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.lazy import BROWSE_TOOL, EXECUTE_TOOL, LazyTools, call_checked, meta_tools
 from iris_voice.tools.mcp.saying import say_result
 from iris_voice.tools.mcp.vetting import tool_spec
+from iris_voice.tools.paths import server_folders
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,8 @@ class McpManager:
             "mode": conn.config.mode,
             "mcp_tool": tool.name,
             "server_description": conn.config.description,
+            # where a guessed path is mapped (tools.paths): a few stat calls of its arguments
+            "folders": server_folders(conn.config.args),
         }
         # A server's own word that the tool changes nothing lets it run for a speculative turn.
         read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
