@@ -3,7 +3,8 @@
 One model both decides which tools to call and phrases the answer: stream a reply;
 if it calls tools (structured ``tool_calls``, or a call written as text), run them,
 append the results and ask again — at most ``llm.max_tool_calls`` calls per turn, then
-one last round without tools. The reply is yielded sentence by sentence while the
+one last round for words whose calls are not taken (the tools still listed, so the
+server's cached prefix stays). The reply is yielded sentence by sentence while the
 model is still writing, with tool-call syntax held back so it is never spoken. A tool
 whose answer is a complete sentence (direct return) is spoken at once, without a
 second round.
@@ -186,7 +187,7 @@ class ChatLoop:
                 return
             if loop.repeated(calls):
                 # Small models tend to repeat a call they already made instead of answering:
-                # what they said around it is the answer; if nothing, ask for it without tools.
+                # what they said around it is the answer; if nothing, ask for it in words.
                 if rnd.said:
                     return
                 answer_now(turn, loop, LIMIT_NOTE)
@@ -294,12 +295,16 @@ class ChatLoop:
         """Stream one model reply: yields (sentence|None, content delta, structured calls);
         ``written`` receives the calls written as text that the speech filter swallowed;
         ``clause``: the first piece may be a clause of that many words."""
-        tools = self._native_tools if (self.mode == ToolMode.NATIVE and allow_tools) else None
+        # The tools go with every round, also one whose calls are not taken (``allow_tools``
+        # False: the note asks for words): the server's prompt cache holds one prefix, and a
+        # request without them is another system block, after which the next turn reads the
+        # whole prefix again (1,000 tokens: 14 s on two cores).
+        tools = self._native_tools if self.mode == ToolMode.NATIVE else None
         # Only the decision is constrained: once a tool has answered, the model explains
         # its result in words (held to JSON it called a second tool where it would have
         # answered) and may still call another tool natively.
         decided = any(m.get("role") == "tool" for m in turn.messages)
-        constrained = tools is not None and not decided and self._constrained(picked)
+        constrained = allow_tools and tools is not None and not decided and self._constrained(picked)
         speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
         try:

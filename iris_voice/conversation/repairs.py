@@ -4,12 +4,13 @@ A 1.5B model follows the protocol most of the time; these are the named steps fo
 does not, each one measured on the tool benchmarks before it was kept:
 
 - it reaches for a tool on a question it can answer, every call fails and it falls silent:
-  one more round without tools (``retry_without_tools``);
+  one more round for words, its calls not taken (``retry_without_tools``; every such
+  round lists the same tools, so the server's cached prompt prefix stays);
 - it says a timer action was done and calls nothing ("The pasta timer has been
   cancelled."): its words go back with ``ACT_NOTE`` and it gets one more round with its
   tools (``act_now``); if it still only talks, ``NOT_DONE`` is said;
 - a tool answered and it wrote nothing a listener can hear, the result being no answer
-  read out (JSON): one more round without tools for the answer in words (``explain_now``);
+  read out (JSON): one more round for the answer in words (``explain_now``);
 - it stops after its tools ran, or its last words were call syntax: ``closing_words``;
 - call syntax or a tool's name is never spoken (``unspeakable``).
 
@@ -89,7 +90,7 @@ def retry_without_tools(turn: Turn, loop: Loop, rnd: Round) -> bool:
 def explain_now(turn: Turn, loop: Loop, rnd: Round) -> bool:
     """A tool answered, and the model wrote nothing a listener can hear about it (only call
     syntax, or nothing) while the result itself cannot be read out (a knowledge graph's
-    JSON): one more round, without tools, for the answer in words — not "I can't", when
+    JSON): one more round, its calls not taken, for the answer in words — not "I can't", when
     the tool did its part (True: go on)."""
     calls = turn.trace.tool_calls
     if loop.said or not rnd.tools or not any(c["ok"] for c in calls):

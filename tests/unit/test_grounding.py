@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from iris_voice.conversation.repairs import unspeakable
+from iris_voice.conversation.repairs import LIMIT_NOTE, unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.tools.builtin.grounding import said_durations, said_moments
@@ -174,9 +174,13 @@ async def test_raw_json_from_a_tool_is_not_spoken_when_the_model_says_nothing():
         return '{"entities": [], "relations": []}'
 
     registry = ToolRegistry([tool_from_function(open_nodes)])
-    backend = ScriptedBackend([("open_nodes", {"names": ["garage door"]})], '{"entities": []}')
+    # JSON after the result, and JSON again when asked once more (without tools) for words
+    backend = ScriptedBackend(
+        [("open_nodes", {"names": ["garage door"]})], '{"entities": []}', '{"entities": []}'
+    )
     trace = await ask(chat_assistant(backend, registry), "Open the garage door.")
     assert trace.reply == CANNOT, trace.reply
+    assert len(backend.requests) == 3 and backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
 def test_a_copied_tool_error_is_not_spoken():

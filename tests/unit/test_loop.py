@@ -92,7 +92,7 @@ async def test_call_limit_then_final_answer_without_tools():
     loop, backend, _ = make(*calls[:2], "Done.", max_tool_calls=2)
     trace = await ask(loop, "loop forever")
     assert len(trace.tool_calls) == 2 and trace.reply == "Done."
-    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["tools"] == backend.requests[0]["tools"]  # the cached prefix stays
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
@@ -102,7 +102,7 @@ async def test_silence_after_failed_calls_asks_once_more_without_tools():
     loop, backend, _ = make([("multiply", {"a": "x", "b": 1})], "", "A spider has eight legs.")
     trace = await ask(loop, "how many legs does a spider have")
     assert trace.reply == "A spider has eight legs." and len(backend.requests) == 3
-    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["tools"] == backend.requests[0]["tools"]  # the cached prefix stays
     assert backend.requests[2]["messages"][-1]["content"] == NO_TOOL_NOTE
 
 
@@ -198,7 +198,7 @@ async def test_repeated_identical_call_is_not_run_again():
     loop, backend, _ = make(call, call, "It is 1081.")
     trace = await ask(loop, "23 times 47")
     assert len(trace.tool_calls) == 1 and trace.reply == "It is 1081."
-    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["tools"] == backend.requests[0]["tools"]  # the cached prefix stays
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
@@ -330,7 +330,7 @@ async def test_a_result_no_listener_could_take_in_and_no_words_after_it_asks_onc
     loop = chat_assistant(backend, graph_registry(), LlmConfig())
     trace = await ask(loop, "What do you remember about Alice?")
     assert trace.reply == "Alice likes tennis." and len(backend.requests) == 3
-    assert backend.requests[2]["tools"] is None
+    assert backend.requests[2]["tools"] == backend.requests[0]["tools"]  # the cached prefix stays
     assert backend.requests[2]["messages"][-1]["content"] == LIMIT_NOTE
 
 
@@ -338,3 +338,15 @@ async def test_a_result_that_is_the_answer_needs_no_further_round():
     loop, backend, _ = make([("multiply", {"a": 23, "b": 47})], "")
     trace = await ask(loop, "What is 23 times 47?")
     assert "1081" in trace.reply and len(backend.requests) == 2
+
+
+async def test_a_round_for_words_keeps_the_tools_and_runs_no_call_it_writes():
+    # The calls are used up; the model is asked for words with the same tools listed (the
+    # server's cached prefix stays) and calls again: that call is not run.
+    call = [("multiply", {"a": 2, "b": 3})]
+    loop, backend, _ = make(call, [("multiply", {"a": 4, "b": 5})], max_tool_calls=1)
+    trace = await ask(loop, "2 times 3")
+    assert [c["arguments"] for c in trace.tool_calls] == [{"a": 2, "b": 3}]
+    assert backend.requests[1]["tools"] == backend.requests[0]["tools"]
+    assert backend.requests[1]["messages"][-1]["content"] == LIMIT_NOTE
+    assert "6" in trace.reply  # the result that was taken is the answer
