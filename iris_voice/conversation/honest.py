@@ -160,17 +160,28 @@ def echoes(sentence: str, request: str) -> bool:
     return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))
 
 
+def recital(text: str, descriptions: tuple[str, ...]) -> float:
+    """How much of one tool's description ``text`` says back, when every word of its own
+    is that description's (0.0 when it says anything else): "To list timers and
+    reminders," is 0.33 of list_timers' description, the whole sentence 1.0."""
+    said = {w for w in _words(text) if w not in _SMALL}
+    best = 0.0
+    for description in descriptions:
+        words = {w for w in _words(description) if w not in _SMALL}
+        if len(words) >= 3 and said and said <= words:
+            best = max(best, len(said) / len(words))
+    return best
+
+
+RECITED = 0.7
+"""Share of a description said back that makes a reply a recital of the tool."""
+
+
 def recites(sentence: str, descriptions: tuple[str, ...]) -> bool:
     """True when ``sentence`` is a tool's description said back ("How long is left on the
     pasta timer?" → "To list timers and reminders, or how long one has left."): the model
-    read out the tool it should have called. Every word of its own is the description's,
-    and it covers most of it."""
-    said = {w for w in _words(sentence) if w not in _SMALL}
-    for description in descriptions:
-        words = {w for w in _words(description) if w not in _SMALL}
-        if len(words) >= 3 and said and said <= words and len(said) >= 0.7 * len(words):
-            return True
-    return False
+    read out the tool it should have called."""
+    return recital(sentence, descriptions) >= RECITED
 
 
 def claims(sentence: str, request: str = "") -> bool:
@@ -214,14 +225,28 @@ class ClaimGuard:
     """The shown tools' descriptions (for ``recites``)."""
     recital: bool = False
     """The first held sentence recites a tool's description: never said, call or not."""
+    maybe: list[str] = field(default_factory=list)
+    """Pieces that so far only say back words of a tool's description (a first clause,
+    "To list timers and reminders,"): held until what follows shows a recital or not."""
 
     def feed(self, sentence: str) -> list[str]:
         """The sentences that may be spoken now (none while a claim is held)."""
         if not self.active:
             return [sentence]
-        if not self.held and recites(sentence, self.descriptions):
-            self.own = self.recital = True
-        elif not self.held and claims_own(sentence, self.request):
+        if not self.held:
+            share = recital(" ".join([*self.maybe, sentence]), self.descriptions)
+            if share >= RECITED:
+                self.own = self.recital = True
+                self.held, self.maybe = [*self.maybe, sentence], []
+                return []
+            if share > 0 and len({w for w in _words(sentence) if w not in _SMALL}) >= 2:
+                self.maybe.append(sentence)  # the description's words so far: wait for more
+                return []
+        released, self.maybe = self.maybe, []
+        return released + self._judge(sentence)
+
+    def _judge(self, sentence: str) -> list[str]:
+        if not self.held and claims_own(sentence, self.request):
             self.own = True
         if self.held or self.own or claims(sentence, self.request):
             self.held.append(sentence)
@@ -232,11 +257,14 @@ class ClaimGuard:
         """At the round's end: the held sentences if the round called a tool, else ``CANNOT``
         instead of them (nothing when nothing was held, or ``undone`` for a timer action
         claimed or a tool recited; a recital is not said even when the call follows)."""
+        pending, self.maybe = self.maybe, []
+        # A description begun and never finished was no recital: judged as any sentence.
+        said = [s for piece in pending for s in self._judge(piece)]
         held, self.held = self.held, []
         if not held or called:
-            return [] if self.recital else held
+            return said + ([] if self.recital else held)
         if self.own:
             self.undone = held
-            return []
+            return said
         self.refused = held
-        return [CANNOT]
+        return [*said, CANNOT]

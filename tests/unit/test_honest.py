@@ -226,3 +226,18 @@ async def test_a_recited_tool_is_never_said_and_the_model_is_asked_to_call_it():
     assert "pasta" in trace.reply and "list timers" not in trace.reply.lower()
     assert [c["name"] for c in trace.tool_calls] == ["list_timers"]
     assert backend.requests[1]["messages"][-1]["content"] == ACT_NOTE
+
+
+def test_a_recital_that_starts_as_a_clause_is_held_from_its_first_piece():
+    described = ("List timers and reminders, or how long one has left.",)
+    guard = ClaimGuard("How long is left on the pasta timer?", descriptions=described)
+    assert guard.feed("To list timers and reminders,") == []  # only the description's words so far
+    assert guard.feed("or how long one has left.") == []
+    assert guard.settle(called=False) == [] and guard.undone and guard.recital
+    guard = ClaimGuard("What can you do?", descriptions=described)
+    assert guard.feed("I list timers and reminders,") == []
+    # words of its own: the held clause goes out with it
+    assert guard.feed("and I tell the time.") == ["I list timers and reminders,", "and I tell the time."]
+    guard = ClaimGuard("What can you do?", descriptions=described)
+    assert guard.feed("I list timers and reminders.") == []
+    assert guard.settle(called=False) == ["I list timers and reminders."]  # never finished: said
