@@ -25,7 +25,7 @@ from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
-from iris_voice.conversation.honest import ClaimGuard
+from iris_voice.conversation.honest import ClaimGuard, topic_words
 from iris_voice.conversation.repairs import (
     LIMIT_NOTE,
     NOT_DONE,
@@ -214,7 +214,14 @@ class ChatLoop:
         # A claim of an action waits for the round's end: a call follows it, or it was untrue.
         acted = any(c["ok"] and not self.registry.read_only(c["name"]) for c in turn.trace.tool_calls)
         shown = (*self.registry, *loop.picked)
-        guard = ClaimGuard(turn.text, active=not acted, descriptions=tuple(t.spec.description for t in shown))
+        answered = any(m.get("role") == "tool" for m in turn.messages)
+        topic = topic_words([str(t.meta.get("server_description", "")) for t in loop.picked])
+        guard = ClaimGuard(
+            turn.text,
+            active=not acted,
+            descriptions=tuple(t.spec.description for t in shown),
+            topic=() if answered else topic,
+        )
         async for sentence, content, calls in self._one_round(
             turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause
         ):

@@ -173,6 +173,27 @@ def recital(text: str, descriptions: tuple[str, ...]) -> float:
     return best
 
 
+def topic_words(descriptions: list[str]) -> tuple[frozenset[str], ...]:
+    """What the shown tools' servers are about, as their configured descriptions name it
+    before a colon ("the shop database: products, prices…" → {shop, database}), for
+    ``guesses``. A description without a subject before a colon names none."""
+    subjects = []
+    for description in descriptions:
+        head, colon, _ = description.partition(":")
+        words = frozenset(w for w in _words(head) if w not in _SMALL)
+        if colon and 0 < len(words) <= 4:
+            subjects.append(words)
+    return tuple(subjects)
+
+
+def guesses(sentence: str, topic: tuple[frozenset[str], ...]) -> bool:
+    """True when ``sentence`` speaks of what a shown tool's server holds ("The shop database
+    contains the following tables: products, customers, orders.") before any tool has
+    answered: whatever it states there is a guess."""
+    said = set(_words(sentence))
+    return any(len(subject & said) >= min(2, len(subject)) for subject in topic)
+
+
 RECITED = 0.7
 """Share of a description said back that makes a reply a recital of the tool."""
 
@@ -225,6 +246,11 @@ class ClaimGuard:
     """The shown tools' descriptions (for ``recites``)."""
     recital: bool = False
     """The first held sentence recites a tool's description: never said, call or not."""
+    topic: tuple[frozenset[str], ...] = ()
+    """What the shown tools' servers hold (``topic_words``); empty once a tool answered."""
+    guess: bool = False
+    """The first held sentence speaks of what a server holds before it answered: dropped
+    when the round calls a tool (the result answers), said when it does not."""
     maybe: list[str] = field(default_factory=list)
     """Pieces that so far only say back words of a tool's description (a first clause,
     "To list timers and reminders,"): held until what follows shows a recital or not."""
@@ -248,7 +274,9 @@ class ClaimGuard:
     def _judge(self, sentence: str) -> list[str]:
         if not self.held and claims_own(sentence, self.request):
             self.own = True
-        if self.held or self.own or claims(sentence, self.request):
+        elif not self.held and guesses(sentence, self.topic):
+            self.guess = True
+        if self.held or self.own or self.guess or claims(sentence, self.request):
             self.held.append(sentence)
             return []
         return [sentence]
@@ -256,15 +284,18 @@ class ClaimGuard:
     def settle(self, called: bool) -> list[str]:
         """At the round's end: the held sentences if the round called a tool, else ``CANNOT``
         instead of them (nothing when nothing was held, or ``undone`` for a timer action
-        claimed or a tool recited; a recital is not said even when the call follows)."""
+        claimed or a tool recited; a recital is not said even when the call follows, a
+        guess not when a call follows and as it was when none does)."""
         pending, self.maybe = self.maybe, []
         # A description begun and never finished was no recital: judged as any sentence.
         said = [s for piece in pending for s in self._judge(piece)]
         held, self.held = self.held, []
         if not held or called:
-            return said + ([] if self.recital else held)
+            return said + ([] if self.recital or self.guess else held)
         if self.own:
             self.undone = held
             return said
+        if self.guess and not any(claims(h, self.request) for h in held):
+            return said + held  # no call followed: the model's own words, as they were
         self.refused = held
         return [*said, CANNOT]

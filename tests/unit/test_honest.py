@@ -241,3 +241,39 @@ def test_a_recital_that_starts_as_a_clause_is_held_from_its_first_piece():
     guard = ClaimGuard("What can you do?", descriptions=described)
     assert guard.feed("I list timers and reminders.") == []
     assert guard.settle(called=False) == ["I list timers and reminders."]  # never finished: said
+
+
+def test_what_a_server_holds_said_before_it_answered_is_a_guess_dropped_when_the_call_follows():
+    from iris_voice.conversation.honest import guesses, topic_words
+
+    topic = topic_words(["the shop database: products, prices (SQL)", "remember facts about people"])
+    assert topic == (frozenset({"shop", "database"}),)  # a description without a subject names none
+    guessed = "The shop database contains the following tables: products, customers, orders."
+    assert guesses(guessed, topic) and not guesses("Koalas sleep 22 hours a day.", topic)
+    guard = ClaimGuard("What products are in the shop database?", topic=topic)
+    assert guard.feed(guessed) == []
+    assert guard.settle(called=True) == []  # the result answers; the guess is never heard
+    guard = ClaimGuard("Is the shop database big?", topic=topic)
+    assert guard.feed("I can't see how big the shop database is.") == []
+    assert guard.settle(called=False) == ["I can't see how big the shop database is."]
+
+
+async def test_a_guess_before_a_call_is_not_spoken_and_the_result_is():
+    from iris_voice.tools.mcp.saying import say_result
+    from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
+
+    async def list_tables() -> str:
+        return "[{'name': 'products'}, {'name': 'customers'}]"
+
+    meta = {"mode": "lazy", "server_description": "the shop database: products, prices, customers (SQL)"}
+    spec = ToolSpec("data/sqlite/list_tables", "List all tables in the shop database", {"type": "object"})
+    registry = ToolRegistry([], hidden=[Tool(spec, list_tables, meta=meta, say=say_result, read_only=True)])
+    guessed = "The shop database contains the following tables: products, customers, orders."
+    backend = ScriptedBackend((guessed, [("data/sqlite/list_tables", {})]))
+    from iris_voice.config import RetrievalConfig
+    from iris_voice.conversation.history import Bounds, Conversation
+
+    loop = ChatLoop(backend, registry, LlmConfig(), retrieval=RetrievalConfig(min_score=0.5))
+    trace = await ask(Assistant(loop, Conversation(Bounds())), "Which tables are in the shop database?")
+    assert trace.extra.get("retrieved") == ["data/sqlite/list_tables"]
+    assert trace.reply == "Products and customers.", trace.reply
