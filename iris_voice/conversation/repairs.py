@@ -49,11 +49,18 @@ def unspeakable(sentence: str, tool_names: list[str]) -> bool:
     return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
 
 
+NOTHING_FOUND = "I found nothing for that."
+"""Said when the model said nothing and the last tool found nothing (``[]``, ``{}``)."""
+
+
 def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
     """What to say when the model said nothing after its tools ran: the last result when it
-    can be spoken (a calculator's "23 * 47 = 1081"), else ``CANNOT`` (raw JSON is no answer)."""
+    can be spoken (a calculator's "23 * 47 = 1081"), ``NOTHING_FOUND`` when it is empty
+    (``[]`` is no word to say), else ``CANNOT`` (raw JSON is no answer)."""
     ok = [c["result"] for c in trace.tool_calls if c["ok"]]
     text = spoken(ok[-1]) if ok else ""
+    if ok and not any(ch.isalnum() for ch in text):
+        return NOTHING_FOUND
     return text if text and not unspeakable(text, tool_names) else CANNOT
 
 
@@ -95,7 +102,7 @@ def explain_now(turn: Turn, loop: Loop, rnd: Round) -> bool:
     calls = turn.trace.tool_calls
     if loop.said or not rnd.tools or not any(c["ok"] for c in calls):
         return False
-    if last_words(turn.trace, loop.names) != CANNOT:
+    if last_words(turn.trace, loop.names) not in (CANNOT, NOTHING_FOUND):
         return False  # the result itself is the answer ("23 * 47 = 1081")
     answer_now(turn, loop, LIMIT_NOTE)
     turn.trace.extra["explained"] = True

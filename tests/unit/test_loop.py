@@ -6,7 +6,7 @@ import pytest
 
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.history import ToolMode, tool_turn_messages
-from iris_voice.conversation.repairs import ACT_NOTE, LIMIT_NOTE, NO_TOOL_NOTE, NOT_DONE
+from iris_voice.conversation.repairs import ACT_NOTE, LIMIT_NOTE, NO_TOOL_NOTE, NOT_DONE, NOTHING_FOUND
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.errors import LlmError
@@ -350,3 +350,17 @@ async def test_a_round_for_words_keeps_the_tools_and_runs_no_call_it_writes():
     assert backend.requests[1]["tools"] == backend.requests[0]["tools"]
     assert backend.requests[1]["messages"][-1]["content"] == LIMIT_NOTE
     assert "6" in trace.reply  # the result that was taken is the answer
+
+
+async def test_an_empty_result_is_never_said_as_brackets():
+    r = ToolRegistry()
+
+    def find_rows(table: str) -> str:
+        """Find rows of a table."""
+        return "[]"
+
+    r.add_function(find_rows)
+    # silent after the result, and silent again when asked for words
+    backend = ScriptedBackend([("find_rows", {"table": "tea"})], "", "")
+    trace = await ask(chat_assistant(backend, r, LlmConfig()), "How much does tea cost?")
+    assert trace.reply == NOTHING_FOUND and len(backend.requests) == 3
