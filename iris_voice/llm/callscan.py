@@ -235,8 +235,9 @@ def _fence(text: str, p: int, final: bool, known: Collection[str], state: ScanSt
     past = _past_limit(text, p, close + 1 if m else None, state, final, _STRAY_LONGEST)
     if past:  # decided as a fence that ends at the limit, not inside a tag
         end = p + state.limit  # type: ignore[operator]
-        tag = _STRAY.search(text, max(body, end - _STRAY_LONGEST + 1), end + _STRAY_LONGEST)
-        close, end = -1, tag.start() if tag and tag.start() < end < tag.end() else end
+        # The tag the limit falls inside, if any (the window may hold another before it).
+        window = _STRAY.finditer(text, max(body, end - _STRAY_LONGEST + 1), end + _STRAY_LONGEST)
+        close, end = -1, next((t.start() for t in window if t.start() < end < t.end()), end)
         state.closing_fence = True
     elif (close < 0 and not final) or past is None:
         return _HOLD

@@ -387,6 +387,17 @@ def test_past_the_hold_limit_any_chunking_says_the_same(pieces, rnd, limit):
     assert "<tool_call" not in spoken.lower() and "```" not in spoken
 
 
+def test_a_fence_cut_at_the_limit_inside_the_second_of_two_tags_ends_before_that_tag():
+    # Found by the property test above: the limit (60) fell inside the second "<tool_call>"
+    # of two in a row, and the fence ended there, leaving "ool_call>{broken" to be spoken.
+    pieces = ["```", "It is 5 o'clock.\n", "\n\n", "Ünïcødé ☕ ", '"a": ', '"a": ', '"a": ', "<tool_call>"]
+    text = "".join([*pieces, "<tool_call>{broken</tool_call>"])
+    for sizes in ([len(text)], None, [7] * len(text)):
+        spoken, _ = stream(text, sizes, limit=60)
+        assert "tool_call" not in spoken and "broken" not in spoken, spoken
+        assert "5 o'clock" in spoken
+
+
 @pytest.mark.parametrize("name", sorted(hostile.SPLITTER_INPUTS | hostile.FILTER_INPUTS))
 def test_a_stream_costs_linear_time(name, monkeypatch):
     reads = count_reads(monkeypatch, iris_voice.llm)
