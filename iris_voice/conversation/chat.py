@@ -237,12 +237,29 @@ class ChatLoop:
         called = any(self.registry.get(n) is not None for n, _ in rnd.calls())
         for said in guard.settle(called):
             yield loop.spoke(rnd, said)
+        if guard.undone and guard.recital and (bare := self._bare_reader(guard.recited, shown)):
+            # It read out a tool that changes nothing and needs no argument: called as named.
+            log.info("%s recited and not called: calling it", bare)
+            rnd.structured.append((bare, {}))
+            guard.undone = []
         if guard.refused:
             log.info("not spoken (claims an action no tool performed): %r", guard.refused)
             turn.trace.extra["claimed"] = guard.refused
         rnd.undone = guard.undone
         if rnd.undone:
             log.info("not spoken (a timer action claimed or a tool recited, no call): %r", rnd.undone)
+
+    @staticmethod
+    def _bare_reader(description: str, shown: tuple[Tool, ...]) -> str | None:
+        """The shown tool with ``description`` when it changes nothing and takes no
+        required argument (``list_timers``), else None."""
+        for tool in shown:
+            required = (
+                tool.spec.parameters.get("required") if isinstance(tool.spec.parameters, dict) else None
+            )
+            if tool.spec.description == description and tool.read_only and not required:
+                return tool.name
+        return None
 
     async def _run_calls(
         self, turn: Turn, loop: Loop, calls: list[tuple[str, Any]]

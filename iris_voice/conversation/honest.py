@@ -160,16 +160,17 @@ def echoes(sentence: str, request: str) -> bool:
     return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))
 
 
-def recital(text: str, descriptions: tuple[str, ...]) -> float:
+def recital(text: str, descriptions: tuple[str, ...]) -> tuple[float, str]:
     """How much of one tool's description ``text`` says back, when every word of its own
-    is that description's (0.0 when it says anything else): "To list timers and
-    reminders," is 0.33 of list_timers' description, the whole sentence 1.0."""
+    is that description's, and which description (0.0 and "" when it says anything else):
+    "To list timers and reminders," is 0.33 of list_timers' description, the whole
+    sentence 1.0."""
     said = {w for w in _words(text) if w not in _SMALL}
-    best = 0.0
+    best: tuple[float, str] = (0.0, "")
     for description in descriptions:
         words = {w for w in _words(description) if w not in _SMALL}
         if len(words) >= 3 and said and said <= words:
-            best = max(best, len(said) / len(words))
+            best = max(best, (len(said) / len(words), description))
     return best
 
 
@@ -202,7 +203,7 @@ def recites(sentence: str, descriptions: tuple[str, ...]) -> bool:
     """True when ``sentence`` is a tool's description said back ("How long is left on the
     pasta timer?" → "To list timers and reminders, or how long one has left."): the model
     read out the tool it should have called."""
-    return recital(sentence, descriptions) >= RECITED
+    return recital(sentence, descriptions)[0] >= RECITED
 
 
 def claims(sentence: str, request: str = "") -> bool:
@@ -251,6 +252,8 @@ class ClaimGuard:
     guess: bool = False
     """The first held sentence speaks of what a server holds before it answered: dropped
     when the round calls a tool (the result answers), said when it does not."""
+    recited: str = ""
+    """The description said back (to find the tool it describes)."""
     maybe: list[str] = field(default_factory=list)
     """Pieces that so far only say back words of a tool's description (a first clause,
     "To list timers and reminders,"): held until what follows shows a recital or not."""
@@ -260,9 +263,10 @@ class ClaimGuard:
         if not self.active:
             return [sentence]
         if not self.held:
-            share = recital(" ".join([*self.maybe, sentence]), self.descriptions)
+            share, description = recital(" ".join([*self.maybe, sentence]), self.descriptions)
             if share >= RECITED:
                 self.own = self.recital = True
+                self.recited = description
                 self.held, self.maybe = [*self.maybe, sentence], []
                 return []
             if share > 0 and len({w for w in _words(sentence) if w not in _SMALL}) >= 2:

@@ -102,8 +102,10 @@ def explain_now(turn: Turn, loop: Loop, rnd: Round) -> bool:
     calls = turn.trace.tool_calls
     if loop.said or not rnd.tools or not any(c["ok"] for c in calls):
         return False
-    if last_words(turn.trace, loop.names) not in (CANNOT, NOTHING_FOUND):
-        return False  # the result itself is the answer ("23 * 47 = 1081")
+    if last_words(turn.trace, loop.names) != CANNOT:
+        # the result itself is the answer ("23 * 47 = 1081"); an empty one is said as such:
+        # asked to explain nothing, the model made up a price
+        return False
     answer_now(turn, loop, LIMIT_NOTE)
     turn.trace.extra["explained"] = True
     return True
@@ -114,7 +116,10 @@ def closing_words(trace: TurnTrace, loop: Loop) -> str | None:
     no tool IRIS has), the last tool result when tools ran. A turn whose last words were
     withheld as call syntax gets a closing sentence too (the clause spoken before them may
     end mid-sentence: "To have a medium Americano,")."""
-    if loop.said and loop.cut:
+    # A first clause spoken and nothing after it ("To describe the products table,"):
+    # whatever followed was withheld, or held back and said late, or never written.
+    unfinished = loop.said and loop.last.rstrip().endswith((",", ";", ":", "-", "—"))
+    if loop.said and (loop.cut or unfinished):
         if not any(c["ok"] for c in trace.tool_calls):
             return CANNOT
         # After a tool's answer only a sentence left unfinished needs its end.

@@ -215,16 +215,25 @@ def test_a_tool_description_said_back_is_a_recital():
     assert not recites("Timers are fun.", described)  # a few of its words are no recital
 
 
-async def test_a_recited_tool_is_never_said_and_the_model_is_asked_to_call_it():
+async def test_a_recited_tool_is_never_said_and_is_called_when_it_only_reads():
     # "How long is left on the pasta timer?" got list_timers' description read out as the
-    # answer (the development half of the tool questions): it goes back, the call follows.
+    # answer (the development half of the tool questions). It changes nothing and needs no
+    # argument: IRIS calls it as the model named it.
     registry = builtin_registry()
     await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})
-    recital = "To list timers and reminders, or how long one has left."
-    backend = ScriptedBackend(recital, [("list_timers", {})])
+    backend = ScriptedBackend("To list timers and reminders, or how long one has left.")
     trace = await ask(chat_assistant(backend, registry), "How long is left on the pasta timer?")
     assert "pasta" in trace.reply and "list timers" not in trace.reply.lower()
-    assert [c["name"] for c in trace.tool_calls] == ["list_timers"]
+    assert [c["name"] for c in trace.tool_calls] == ["list_timers"] and len(backend.requests) == 1
+
+
+async def test_a_recited_tool_that_needs_arguments_is_asked_for_once():
+    registry = builtin_registry()
+    backend = ScriptedBackend(
+        "Start a countdown timer.", [("set_timer", {"duration": "3 minutes", "label": "tea"})]
+    )
+    trace = await ask(chat_assistant(backend, registry), "Set a tea timer for 3 minutes.")
+    assert trace.reply == "Tea timer set for 3 minutes."
     assert backend.requests[1]["messages"][-1]["content"] == ACT_NOTE
 
 

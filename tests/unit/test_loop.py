@@ -360,7 +360,14 @@ async def test_an_empty_result_is_never_said_as_brackets():
         return "[]"
 
     r.add_function(find_rows)
-    # silent after the result, and silent again when asked for words
-    backend = ScriptedBackend([("find_rows", {"table": "tea"})], "", "")
+    # silent after the result: nothing found is said as such, with no round to explain it
+    # (asked to explain an empty result, the model made up a price)
+    backend = ScriptedBackend([("find_rows", {"table": "tea"})], "")
     trace = await ask(chat_assistant(backend, r, LlmConfig()), "How much does tea cost?")
-    assert trace.reply == NOTHING_FOUND and len(backend.requests) == 3
+    assert trace.reply == NOTHING_FOUND and len(backend.requests) == 2
+
+
+async def test_a_first_clause_with_nothing_after_it_gets_a_closing_sentence():
+    loop, _, _ = make("To describe the products table of the shop database,")
+    trace = await ask(loop, "Describe the products table.")
+    assert trace.reply == f"To describe the products table of the shop database, {CANNOT}"
