@@ -41,10 +41,21 @@ NOT_DONE = "Sorry, that did not work; nothing was changed."
 _SYNTAX = re.compile(r'[{}]|"\s*:|</?[a-z_]+>|\b[a-z]+_[a-z0-9_]+\b', re.IGNORECASE)
 
 
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z']+", text.lower()))
+
+
+_NOTE_SENTENCES = frozenset(
+    _plain(part) for note in (LIMIT_NOTE, NO_TOOL_NOTE, ACT_NOTE) for part in re.split(r"(?<=[.:])\s+", note)
+)
+"""The sentences of IRIS's own notes to the model."""
+
+
 def unspeakable(sentence: str, tool_names: list[str]) -> bool:
-    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``) or is
-    a tool's error copied out (``Error: …``)."""
-    if sentence.lstrip().startswith("Error:"):
+    """True when ``sentence`` holds call syntax, names a tool (``time/get_current_time``), is
+    a tool's error copied out (``Error: …``) or one of IRIS's own notes to the model said
+    back ("The tools could not help.")."""
+    if sentence.lstrip().startswith("Error:") or _plain(sentence) in _NOTE_SENTENCES:
         return True
     return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
 

@@ -371,3 +371,12 @@ async def test_a_first_clause_with_nothing_after_it_gets_a_closing_sentence():
     loop, _, _ = make("To describe the products table of the shop database,")
     trace = await ask(loop, "Describe the products table.")
     assert trace.reply == f"To describe the products table of the shop database, {CANNOT}"
+
+
+async def test_a_note_of_irises_said_back_is_never_spoken():
+    # A failed call, one more round for words, and the model says the note's first sentence
+    # back ("The tools could not help."): that is no answer, IRIS says it cannot.
+    loop, backend, _ = make([("multiply", {"a": "x", "b": 1})], "", "The tools could not help.")
+    trace = await ask(loop, "Book a hotel room in Paris.")
+    assert backend.requests[2]["messages"][-1]["content"] == NO_TOOL_NOTE
+    assert trace.reply == CANNOT
