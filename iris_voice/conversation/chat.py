@@ -19,6 +19,7 @@ conversation's (``Turn.history``); the events and the record of the turn are ``r
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -214,7 +215,7 @@ class ChatLoop:
         # A claim of an action waits for the round's end: a call follows it, or it was untrue.
         acted = any(c["ok"] and not self.registry.read_only(c["name"]) for c in turn.trace.tool_calls)
         shown = (*self.registry, *loop.picked)
-        answered = any(m.get("role") == "tool" for m in turn.messages)
+        answered = _tool_answered(turn)
         topic = topic_words([str(t.meta.get("server_description", "")) for t in loop.picked])
         guard = ClaimGuard(
             turn.text,
@@ -276,7 +277,8 @@ class ChatLoop:
             tool = self.registry.get(name)
             if tool is not None and isinstance(args, dict):
                 args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
-                args = repair_paths(tool, args)  # "/home/user/notes" for the server's notes folder
+                # "/home/user/notes" for the server's notes folder (it lists a directory: off the loop)
+                args = await asyncio.to_thread(repair_paths, tool, args)
             res = await self.registry.call(name, args, request=turn.text)
             results.append(res)
             turn.trace.add_call(res)
@@ -327,7 +329,7 @@ class ChatLoop:
         # Only the decision is constrained: once a tool has answered, the model explains
         # its result in words (held to JSON it called a second tool where it would have
         # answered) and may still call another tool natively.
-        decided = any(m.get("role") == "tool" for m in turn.messages)
+        decided = _tool_answered(turn)
         constrained = allow_tools and tools is not None and not decided and self._constrained(picked)
         speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
@@ -378,3 +380,8 @@ def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> 
     (the first maybe a clause: ``SentenceSplitter``)."""
     text = " ".join(r.said or spoken(r.result) for r in results)
     return split_sentences(text, first_clause_words)
+
+
+def _tool_answered(turn: Turn) -> bool:
+    """Whether a tool result is already among the turn's messages."""
+    return any(m.get("role") == "tool" for m in turn.messages)

@@ -211,7 +211,7 @@ class McpManager:
         return await self.lazy.execute(tool_path, arguments or {})
 
     # -- registry tools (eager: listed; lazy: hidden) -------------------------------------
-    def _registry_tool(self, conn: McpServerConnection, tool: types.Tool) -> Tool:
+    def _registry_tool(self, conn: McpServerConnection, tool: types.Tool, folders: list[str]) -> Tool:
         async def handler(**arguments: Any) -> str:
             # The newest schema the server listed, in case it changed since registration.
             current = next((t for t in conn.tools if t.name == tool.name), tool)
@@ -224,8 +224,7 @@ class McpManager:
             "mode": conn.config.mode,
             "mcp_tool": tool.name,
             "server_description": conn.config.description,
-            # where a guessed path is mapped (tools.paths): a few stat calls of its arguments
-            "folders": server_folders(conn.config.args),
+            "folders": folders,  # where a guessed path is mapped (tools.paths)
         }
         # A server's own word that the tool changes nothing lets it run for a speculative turn.
         read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
@@ -242,8 +241,9 @@ class McpManager:
         for name in self._eager_names.pop(key, []):
             registry.unregister(name)
         names = []
+        folders = server_folders(conn.config.args)  # a few stat calls, once per server
         for tool in conn.tools:
-            entry = self._registry_tool(conn, tool)
+            entry = self._registry_tool(conn, tool, folders)
             if entry.name in registry.callable_names():
                 log.warning("MCP tool %s clashes with a registered tool; skipped", entry.name)
                 continue
