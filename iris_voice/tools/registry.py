@@ -70,6 +70,9 @@ GroundingCheck = Callable[[str, dict[str, Any]], Awaitable[str | None]]
 ``request`` (the user's words), else the question to ask the user instead ("How long should
 the timer run?"). A model may invent a duration or a timer to cancel; this check is IRIS's,
 not the model's."""
+ArgumentRepair = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""``repair(request, arguments)``: the raw ``arguments`` with what the user did not say
+taken out (a timer name nobody said: "breakfast" for "start a timer for one hour")."""
 CANNOT = "Sorry, I can't do that."
 """What IRIS says when it refuses a call the user's words do not ask for."""
 _NOTE = re.compile(r"\s*\([^()]*\)")
@@ -125,6 +128,9 @@ class Tool:
     """Regex alternation of words that make a request about what this tool does ("timer"):
     only then is a refused call's question asked ("How long should the timer run?"), never
     for words that merely could be ("twenty one degrees"); empty: ``words``."""
+    repair: ArgumentRepair | None = None
+    """Takes out of a call's arguments what the user's words do not hold, before the
+    grounding check (see ``ArgumentRepair``); None leaves them as the model wrote them."""
     say: Callable[[str], str | None] | None = None
     """Says a result without a model round when a listener understands it as it is (an MCP
     tool's "price: 4.5"): the sentence, or None to let the model phrase it."""
@@ -146,6 +152,7 @@ def tool_from_function(
     read_only: bool = False,
     grounded: GroundingCheck | None = None,
     asks: str = "",
+    repair: ArgumentRepair | None = None,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -161,6 +168,7 @@ def tool_from_function(
         read_only=read_only,
         grounded=grounded,
         asks=asks,
+        repair=repair,
     )
 
 
@@ -326,6 +334,8 @@ class ToolRegistry:
             known = ", ".join(self._listed) or "none"
             return done(False, f"Error: unknown tool {name!r}. Available tools: {known}", args)
         name = tool.name  # a hidden tool named without its category: the result names it in full
+        if tool.repair is not None and request is not None:
+            args = tool.repair(request, args)
         kwargs = args
         validated: BaseModel | None = None
         if tool.model is not None:

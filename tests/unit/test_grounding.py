@@ -90,6 +90,32 @@ async def test_a_call_grounded_in_the_words_runs(request_, name, args):
     assert result.ok and not result.refusal, result.result
 
 
+@pytest.mark.parametrize(
+    ("request_", "duration", "label", "said"),
+    [
+        ("Start a timer for one hour.", "1 hour", "breakfast", "Timer set for 1 hour."),
+        ("Put a 45 second timer on.", "45 seconds", "pasta", "Timer set for 45 seconds."),
+        (
+            "Set a timer for twelve minutes for the eggs.",
+            "12 minutes",
+            "the eggs timer",
+            "Eggs timer set for 12 minutes.",
+        ),
+        (
+            "Set a timer for the roast for 2 hours.",
+            "2 hours",
+            "roast chicken",
+            "Roast timer set for 2 hours.",
+        ),
+    ],
+)
+async def test_a_timer_name_keeps_only_the_words_said(request_, duration, label, said):
+    registry = builtin_registry()
+    result = await registry.call("set_timer", {"duration": duration, "label": label}, request=request_)
+    assert result.ok and result.result == said, result.result
+    assert ("breakfast" in (await registry.call("list_timers", {})).result) is False
+
+
 async def test_without_a_request_the_check_does_not_apply():
     # The fast path's calls come from sentence templates: grounded by construction.
     assert (await builtin_registry().call("set_timer", {"duration": "1 minute", "label": "lamp"})).ok

@@ -9,7 +9,10 @@ room timer. Before such a call runs, IRIS (not the model) checks it against the 
 - a reminder's time must be one the user said: some run of their words resolves to the
   same moment;
 - a timer to cancel, pause, resume or change must be named in the request, or the request
-  must speak of timers (``all`` only when it says all, every or both).
+  must speak of timers (``all`` only when it says all, every or both);
+- a new timer's name keeps only the words the user said: "Start a timer for one hour." is
+  no "breakfast" timer, "Put a 45 second timer on." no "pasta" one (``said_label``, a
+  repair: the timer still runs, without the made-up name).
 
 Each check answers None (run the call) or the question to ask instead. This module is
 not a tool family (it has no ``provide``); ``timers`` attaches the checks to its tools.
@@ -103,6 +106,32 @@ def _duration_grounded(request: str, duration: Any, signed: bool = False) -> boo
 
 def _label_words(label: str) -> list[str]:
     return re.findall(r"\w+", _ARTICLES.sub("", " ".join(label.lower().split())))
+
+
+def _stem(word: str) -> str:
+    """A word without its plural ending ("eggs" → "egg"), for matching a name to the words said."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def said_label(request: str, label: Any) -> str | None:
+    """The words of a timer name the request holds, in the name's order; None when it holds
+    none of them (the model made the name up)."""
+    if not isinstance(label, str):
+        return None
+    said = {_stem(w) for w in re.findall(r"\w+", digits(request.lower()))}
+    kept = [w for w in _label_words(label) if _stem(w) in said]
+    return " ".join(kept) or None
+
+
+def drop_unsaid_label(request: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``set_timer``'s arguments with its name cut to the words the user said (see
+    ``said_label``); without a name when they said none."""
+    if not args.get("label"):
+        return args
+    label = said_label(request, args["label"])
+    if label is None:
+        return {k: v for k, v in args.items() if k != "label"}
+    return {**args, "label": label}
 
 
 def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:

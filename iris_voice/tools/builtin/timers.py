@@ -29,7 +29,7 @@ from iris_voice.timers.parse import (
 from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
-from iris_voice.tools.builtin.grounding import timer_checks
+from iris_voice.tools.builtin.grounding import drop_unsaid_label, timer_checks
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
 from iris_voice.tools.registry import Tool, tool_from_function
 from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
@@ -191,6 +191,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             asks=ASKS,
             intents=_intents_of(f.__name__),
             grounded=checks.get(f.__name__),
+            repair=drop_unsaid_label if f is set_timer else None,
             read_only=f is list_timers,
         )
         for f in tools
