@@ -122,8 +122,9 @@ class Tool:
     turn started before the user was done (``stt.speculative``). Tools with side effects
     wait until the turn is confirmed."""
     grounded: GroundingCheck | None = None
-    """For a tool with side effects: checks a call against the user's words before it runs
-    (see ``GroundingCheck``); None runs every valid call."""
+    """Checks a call against the user's words before it runs (see ``GroundingCheck``); None
+    runs every valid call. A tool with side effects that fails it is refused and the
+    refusal said; one that changes nothing fails with an error the model reads."""
     asks: str = ""
     """Regex alternation of words that make a request about what this tool does ("timer"):
     only then is a refused call's question asked ("How long should the timer run?"), never
@@ -349,6 +350,8 @@ class ToolRegistry:
             ask = await tool.grounded(request, kwargs)
             if ask is not None:
                 log.info("refused %s(%s): not grounded in %r", name, args, request)
+                if tool.read_only:  # nothing would change: the model reads why and answers in words
+                    return done(False, f"Error: not run: {ask}", args)
                 return done(False, f"Error: not done: {ask}", args, refusal=refusal(tool, request, ask))
         try:
             if inspect.iscoroutinefunction(tool.handler):

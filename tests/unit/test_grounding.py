@@ -10,6 +10,7 @@ import pytest
 from iris_voice.conversation.repairs import LIMIT_NOTE, unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
+from iris_voice.tools.builtin.clock import UNASKED
 from iris_voice.tools.builtin.grounding import said_durations, said_moments
 from iris_voice.tools.registry import CANNOT
 from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
@@ -128,6 +129,32 @@ async def test_the_chat_loop_says_the_refusal_instead_of_running_the_call():
     assert trace.reply == CANNOT and trace.extra["refused"] == "set_timer"
     assert len(backend.requests) == 1  # no second round
     assert (await registry.call("list_timers", {})).result == "No timers are running."
+
+
+@pytest.mark.parametrize(
+    ("request_", "args", "runs"),
+    [
+        ("Who wrote Pride and Prejudice?", {"timezone": "London"}, False),
+        ("How many legs does a spider have?", {}, False),
+        ("What time is it in Paris?", {"timezone": "Paris"}, True),
+        ("and in mumbai?", {"timezone": "Asia/Kolkata"}, True),  # a follow-up names the place
+        ("What's the date today?", {}, True),
+        ("Is it past 8:30 in Tokyo?", {"timezone": "Asia/Tokyo"}, True),
+    ],
+)
+async def test_the_clock_runs_only_for_a_question_about_the_time_or_the_place_named(request_, args, runs):
+    result = await builtin_registry().call("get_current_time", args, request=request_)
+    assert result.ok is runs and not result.refusal  # never refused aloud: it changes nothing
+    assert runs or result.result == f"Error: not run: {UNASKED}"
+
+
+async def test_an_unasked_clock_call_goes_back_to_the_model_which_answers_in_words():
+    backend = ScriptedBackend([("get_current_time", {"timezone": "London"})], "Jane Austen wrote it.")
+    trace = await ask(chat_assistant(backend, builtin_registry()), "Who wrote Pride and Prejudice?")
+    assert trace.reply == "Jane Austen wrote it."
+    assert len(backend.requests) == 2 and not trace.tool_calls[0]["ok"]
+    sent = backend.requests[1]["messages"][-1]
+    assert sent["role"] == "tool" and UNASKED in sent["content"]
 
 
 @pytest.mark.parametrize(

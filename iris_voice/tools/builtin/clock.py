@@ -231,6 +231,49 @@ WORDS = (r"time|clock|hour|o'clock|date|day|today|tonight|tomorrow|week|timezone
 """Words that suggest the clock may be needed (boost's "may need a tool" check)."""
 
 
+# Words of a request that may want the clock, beyond ``WORDS``: times of day, calendar
+# words, a clock time ("8:30"). A request without any, that names no place, asks something else.
+_ASKS_TIME = re.compile(
+    rf"\b(?:{WORDS[0]}|times|hours|days|yesterday|month|year|now|late|early|noon|midnight|morning"
+    r"|afternoon|evening|night|a\.?m|p\.?m)\b|\d[:.]\d\d",
+    re.IGNORECASE,
+)
+_MAX_PLACE_WORDS = 3  # "rio de janeiro", "new york city"
+UNASKED = "The question asks nothing about the time or a place's clock: answer it without this tool."
+"""Why a clock call the request does not ask for is not run (the model reads it)."""
+
+
+def places_said(request: str) -> set[str]:
+    """The zones of the places ``request`` names, any case ("tokyo", "New York")."""
+    words = re.findall(r"[\w'’.-]+", request)
+    zones = set()
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + _MAX_PLACE_WORDS) + 1):
+            run = " ".join(words[i:j]).strip(".'’")
+            # "us" and "z" are words before they are places: only as written, "US".
+            if run.lower() in ("us", "z", "est", "central", "eastern", "mountain", "pacific") and not run.isupper():
+                continue
+            if place := _lookup(run):
+                zones.add(place.zone)
+    return zones
+
+
+async def clock_grounded(request: str, args: dict[str, object]) -> str | None:
+    """None when ``request`` may want the clock (a time word, or it names the place asked
+    for), else ``UNASKED``: "Who wrote Pride and Prejudice?" is no question for the time in
+    London. The clock changes nothing, so the model hears why and answers in words."""
+    if _ASKS_TIME.search(request):
+        return None
+    place = args.get("timezone")
+    if isinstance(place, str) and place.strip():
+        try:
+            if resolve_timezone(place) in places_said(request):
+                return None
+        except ToolError:
+            return None  # the clock itself says the place is unknown
+    return UNASKED
+
+
 def _date(result: str) -> str | None:
     m = _DATE.search(result)
     return f"Today is {m[1]}." if m else None
@@ -279,6 +322,7 @@ def make_clock_tool(default_timezone: str | None = None, now: Callable[[], datet
         words=WORDS,
         intents=INTENTS,
         read_only=True,
+        grounded=clock_grounded,
     )
 
 
