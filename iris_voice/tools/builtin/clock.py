@@ -239,6 +239,7 @@ _ASKS_TIME = re.compile(
     re.IGNORECASE,
 )
 _MAX_PLACE_WORDS = 3  # "rio de janeiro", "new york city"
+_WORDS_FIRST = frozenset(("us", "z", "est", "central", "eastern", "mountain", "pacific"))
 UNASKED = "The question asks nothing about the time or a place's clock: answer it without this tool."
 """Why a clock call the request does not ask for is not run (the model reads it)."""
 
@@ -251,7 +252,7 @@ def places_said(request: str) -> set[str]:
         for j in range(i + 1, min(len(words), i + _MAX_PLACE_WORDS) + 1):
             run = " ".join(words[i:j]).strip(".'’")
             # "us" and "z" are words before they are places: only as written, "US".
-            if run.lower() in ("us", "z", "est", "central", "eastern", "mountain", "pacific") and not run.isupper():
+            if run.lower() in _WORDS_FIRST and not run.isupper():
                 continue
             if place := _lookup(run):
                 zones.add(place.zone)
