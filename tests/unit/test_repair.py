@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from iris_voice.tools.registry import Tool, ToolSpec
-from iris_voice.tools.repair import named_zones, repair_zones, zone_parameters
+from iris_voice.tools.repair import named_zones, repair_zones, stated_source, zone_parameters
 
 IANA = "IANA timezone name (e.g., 'America/New_York'). Use 'UTC' if no timezone provided by the user."
 CONVERT = {
@@ -48,6 +48,26 @@ def test_a_zone_the_user_did_not_name_is_replaced_by_the_place_they_did():
     city = {"source_timezone": "tokyo", "time": "17:00", "target_timezone": "london"}
     assert repair_zones(MCP, city, said) == {**city, "source_timezone": "Asia/Tokyo",
                                             "target_timezone": "Europe/London"}  # fmt: skip
+
+
+def test_a_conversion_starts_from_the_place_named_at_the_stated_time():
+    zones = ("source_timezone", "target_timezone")
+    for said, source, target in [
+        ("Convert 17:00 Tokyo time to London time.", "Asia/Tokyo", "Europe/London"),
+        ("What time is it in Tokyo when it is 9 am in London?", "Europe/London", "Asia/Tokyo"),
+        ("If it's 8 am in New York, what time is it in Paris?", "America/New_York", "Europe/Paris"),
+    ]:
+        assert stated_source(said) == source
+        right = {"source_timezone": source, "time": "09:00", "target_timezone": target}
+        swapped = {**right, "source_timezone": target, "target_timezone": source}
+        assert repair_zones(MCP, swapped, said) == right, said
+        assert repair_zones(MCP, right, said) == right
+        one_guessed = {**swapped, "source_timezone": "UTC"}  # filled in, then turned round
+        assert {k: repair_zones(MCP, one_guessed, said)[k] for k in zones} == {k: right[k] for k in zones}
+    # without a stated time nothing says which is the source: as written
+    plain = {"source_timezone": "Europe/London", "time": "09:00", "target_timezone": "Asia/Tokyo"}
+    assert stated_source("Tokyo or London, which is ahead?") is None
+    assert repair_zones(MCP, plain, "Tokyo or London, which is ahead?") == plain
 
 
 def test_nothing_changes_without_a_named_place_or_for_the_built_in_clock():

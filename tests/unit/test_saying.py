@@ -3,6 +3,8 @@ sees the result on the next turn."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from iris_voice.config import LlmConfig, RetrievalConfig
@@ -40,13 +42,47 @@ def test_a_short_result_is_said_in_words_a_listener_takes_in(result, said):
     assert say_result(result) == said
 
 
+def _moment(zone: str, stamp: str) -> dict[str, object]:
+    return {"timezone": zone, "datetime": stamp, "day_of_week": "x", "is_dst": False}
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        (
+            _moment("Asia/Tokyo", "2026-11-28T00:11:13+09:00"),
+            "It is 12:11 AM on Saturday, November 28, 2026 in Tokyo.",
+        ),
+        (
+            {
+                "source": _moment("Europe/Berlin", "2026-11-29T14:30:00+01:00"),
+                "target": _moment("America/New_York", "2026-11-29T08:30:00-05:00"),
+                "time_difference": "-6.0h",
+            },
+            "2:30 PM in Berlin is 8:30 AM in New York.",
+        ),
+        (  # the target first in the object: the source is still said first
+            {
+                "target": _moment("Asia/Tokyo", "2026-11-30T02:00:00+09:00"),
+                "source": _moment("Europe/London", "2026-11-29T17:00:00+00:00"),
+            },
+            "5:00 PM on Sunday in London is 2:00 AM on Monday in Tokyo.",
+        ),
+    ],
+)  # fmt: skip
+def test_a_time_in_a_zone_and_a_conversion_are_said_in_one_sentence(result, said):
+    # as MCP's time server writes them: indented JSON, longer than other results said
+    assert say_result(json.dumps(result, indent=2)) == said
+
+
 @pytest.mark.parametrize(
     "result",
     [
         "",
         "[]",  # nothing found: the model says what that means
         '{"entities": [], "relations": []}',  # a JSON object of another shape
-        '{"timezone": "Asia/Tokyo", "datetime": "2026-11-28T00:11:13+09:00"}',
+        '{"timezone": "Asia/Tokyo", "datetime": "the 28th"}',  # no time a clock can read
+        '{"source": {"timezone": "Asia/Tokyo", "datetime": "2026-11-28T00:11:13+09:00"}}',  # half a pair
         "Commit history:\nCommit: 49fc35e739d289306aa4f73df15e4e363db0cc40\nAuthor: IRIS",
         "Unstaged changes:",  # said alone, a label would claim changes that are not there
         "[{'name': 'x'}]" * 1 + "\n" + "line\n" * 12,  # too many lines

@@ -209,9 +209,23 @@ def describe_time(
     if found.country not in (None, "CN") and _several_zones(found.country, local):
         where = f" in {_zone_city(found.zone)}, one of several time zones in {found.label}"
     offset = local.strftime("%z")
-    clock = f"{local.hour % 12 or 12}:{local.minute:02d} {'AM' if local.hour < 12 else 'PM'}"
-    day = f"{_DAYS[local.weekday()]}, {_MONTHS[local.month - 1]} {local.day}, {local.year}"
-    return f"It is {clock} on {day}{where} ({found.zone}, UTC{offset[:3]}:{offset[3:]})."
+    note = f"({found.zone}, UTC{offset[:3]}:{offset[3:]})"
+    return f"It is {clock_words(local)} on {day_words(local)}{where} {note}."
+
+
+def clock_words(moment: datetime) -> str:
+    """A wall time as people say it: "3:05 PM"."""
+    return f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
+
+
+def day_words(moment: datetime) -> str:
+    """A date as people say it: "Saturday, November 22, 2025"."""
+    return f"{_DAYS[moment.weekday()]}, {_MONTHS[moment.month - 1]} {moment.day}, {moment.year}"
+
+
+def zone_city(zone: str) -> str:
+    """The place an IANA zone is named after: "America/New_York" → "New York"."""
+    return _zone_city(zone)
 
 
 def get_current_time(

@@ -2,7 +2,8 @@
 
 Phrasing a tool's answer costs a model round that reads the call and the result again
 (seconds on two cores). A result a listener understands when read out — a row or two of a
-query, a short list of names, a few lines of a note — is said from its own words here;
+query, a short list of names, a few lines of a note, a time in a zone or one converted to
+another ("5:00 PM in Tokyo is 8:00 AM in London.") — is said from its own words here;
 anything else (JSON objects, commit hashes, long text, nothing at all) is left to the
 model, which can explain it. Only tools that change nothing are said this way: what a
 writing tool answers ("Successfully wrote …") is no answer to the user.
@@ -13,10 +14,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+from datetime import datetime
 from typing import Any
+
+from iris_voice.tools.builtin.clock import clock_words, day_words, zone_city
 
 MAX_CHARS = 300
 """Longest result said without the model: beyond it a listener needs a summary."""
+MAX_MOMENTS_CHARS = 1000
+"""Longest JSON read for a time in a zone (a conversion is ~400 characters indented)."""
 MAX_LINES = 8
 MAX_ROWS = 5
 MAX_COLUMNS = 3
@@ -43,11 +49,15 @@ _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
 def say_result(text: str) -> str | None:
     """What to say for a read-only tool's ``text``, or None when the model should phrase it."""
     text = text.strip()
-    if not text or len(text) > MAX_CHARS or not text.replace("\n", "").replace("\t", "").isprintable():
-        return None  # empty, long, or control characters (a terminal's colours) no voice should read
+    if not text or not text.replace("\n", "").replace("\t", "").isprintable():
+        return None  # empty, or control characters (a terminal's colours) no voice should read
     if _FAILED.search(text):
         return None
-    data = _literal(text)
+    data = _literal(text) if len(text) <= MAX_MOMENTS_CHARS else None
+    if (moments := _say_moments(data)) is not None:
+        return moments  # a time, however long its JSON: one short sentence
+    if len(text) > MAX_CHARS:
+        return None
     if data is None:
         said = _say_lines(text)
     elif _flat_rows(data):
@@ -72,6 +82,38 @@ def _literal(text: str) -> Any:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
+
+
+def _moment(value: Any) -> tuple[datetime, str] | None:
+    """A time in a zone (``{"timezone": "Asia/Tokyo", "datetime": "2026-…T17:00:00+09:00"}``,
+    as MCP's time server answers): its wall time and the zone's place."""
+    if not isinstance(value, dict):
+        return None
+    zone, stamp = value.get("timezone"), value.get("datetime")
+    if not isinstance(zone, str) or not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp), zone_city(zone)
+    except ValueError:
+        return None
+
+
+def _say_moments(data: Any) -> str | None:
+    """One time in a zone ("It is 6:17 AM on Sunday, November 29, 2026 in Paris."), or a
+    conversion: two of them in one object, the source first ("5:00 PM in Tokyo is 8:00 AM in
+    London."; each with its weekday when the dates differ)."""
+    if one := _moment(data):
+        moment, place = one
+        return f"It is {clock_words(moment)} on {day_words(moment)} in {place}."
+    if not isinstance(data, dict):
+        return None
+    keys = sorted(data, key=lambda k: (k != "source", k != "target"))
+    pair = [m for k in keys if (m := _moment(data[k]))]
+    if len(pair) != 2:
+        return None
+    (a, at), (b, bt) = pair
+    day = (lambda m: f" on {m.strftime('%A')}") if a.date() != b.date() else (lambda m: "")
+    return f"{clock_words(a)}{day(a)} in {at} is {clock_words(b)}{day(b)} in {bt}."
 
 
 def _flat_rows(value: Any) -> bool:
