@@ -131,12 +131,18 @@ def first_call(trace) -> tuple[str, dict] | None:
     return None
 
 
+NOT_RUN = "Error: not run:"
+"""How a call IRIS declined to run (``ToolRegistry.call``) reads in the trace."""
+
+
 def judge(q: Question, trace, fixed: dict[str, dict] | None = None) -> bool:
     """The right first tool with the right arguments; or no call at all when none is needed.
     ``fixed``: the arguments IRIS fills in, by category (``McpServerConfig.arguments``)."""
     call = first_call(trace)
     if not q.tools:
-        return not trace.tool_calls
+        # A call IRIS declined to run (a read-only tool the words do not ask for: the clock
+        # for "who wrote Pride and Prejudice?") ran nothing; the model then answered in words.
+        return not [c for c in trace.tool_calls if not str(c["result"]).startswith(NOT_RUN)]
     if call is None or trace.extra.get("refused"):
         return False  # a refused call had arguments the user's words do not hold: not right
     name, args = call

@@ -62,4 +62,12 @@ LIST_DIR = (f"{FILES}list_directory", f"{FILES}list_directory_with_sizes", f"{FI
 MEM_SAVE = (f"{MEM}create_entities", f"{MEM}add_observations")
 MEM_RECALL = (f"{MEM}search_nodes", f"{MEM}open_nodes", f"{MEM}read_graph")
 TIME_ANY = (T, MCP_TIME)
+
+
+def conversion(source: str, target: str) -> tuple[str, str]:
+    """The argument items of a conversion from ``source`` to ``target`` (IANA zones, lower
+    case): the order counts, a conversion the wrong way round answers another question."""
+    return (f'source_timezone": "{source}', f'target_timezone": "{target}')
+
+
 CALC_ANY = (C, MCP_CALC)

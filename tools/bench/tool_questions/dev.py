@@ -17,6 +17,7 @@ from tools.bench.tool_questions import (
     TIME_ANY,
     Question,
     Request,
+    conversion,
 )
 
 PASTA = (("pasta", 480),)
@@ -35,8 +36,14 @@ QUESTIONS = [
     Question("Pause the pasta timer.", ("pause_timer",), (), PASTA),
     Question("Remind me to call mom in 2 hours.", ("set_reminder",), ("2", "mom")),
     # time server: converting between zones
-    Question("If it's 8 am in New York, what time is it in Paris?", (MCP_CONVERT,), ("new_york", "paris")),
-    Question("Convert 17:00 Tokyo time to London time.", (MCP_CONVERT,), ("tokyo", "london")),
+    Question(
+        "If it's 8 am in New York, what time is it in Paris?",
+        (MCP_CONVERT,),
+        conversion("america/new_york", "europe/paris"),
+    ),
+    Question(
+        "Convert 17:00 Tokyo time to London time.", (MCP_CONVERT,), conversion("asia/tokyo", "europe/london")
+    ),
     # sqlite: the shop database
     Question("What products are in the shop database?", (SQL_READ,), ("product",)),
     Question("What is the price of coffee in the shop database?", (SQL_READ,), ("coffee",)),

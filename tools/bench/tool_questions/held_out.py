@@ -16,6 +16,7 @@ from tools.bench.tool_questions import (
     TIME_ANY,
     Question,
     Request,
+    conversion,
 )
 
 PASTA = (("pasta", 480),)
@@ -34,8 +35,16 @@ QUESTIONS = [
     Question("Give the pasta timer two more minutes.", ("adjust_timer",), ("2|two",), PASTA),
     Question("Remind me to water the plants at 6 pm.", ("set_reminder",), ("6", "plant")),
     # time server: converting between zones
-    Question("When it is 9:00 in London, what time is it in Tokyo?", (MCP_CONVERT,), ("london", "tokyo")),
-    Question("Convert 14:30 Berlin time to New York time.", (MCP_CONVERT,), ("berlin", "new_york")),
+    Question(
+        "When it is 9:00 in London, what time is it in Tokyo?",
+        (MCP_CONVERT,),
+        conversion("europe/london", "asia/tokyo"),
+    ),
+    Question(
+        "Convert 14:30 Berlin time to New York time.",
+        (MCP_CONVERT,),
+        conversion("europe/berlin", "america/new_york"),
+    ),
     # sqlite: the shop database
     Question("Which tables does the shop database have?", (SQL_TABLES, SQL_READ), ()),
     Question("How much does tea cost in the shop database?", (SQL_READ,), ("tea",)),
