@@ -25,6 +25,7 @@ from iris_voice.conversation.history import Message
 from iris_voice.tools.examples import with_example
 from iris_voice.tools.registry import Tool, ToolRegistry
 from iris_voice.tools.render import render
+from iris_voice.tools.repair import asks_conversion
 from iris_voice.tools.retrieval import ToolIndex
 
 log = logging.getLogger(__name__)
@@ -153,6 +154,8 @@ class ToolPicker:
         listed = {t.name for t in self.registry}
         ranked = self.index().rank(text)
         best_listed = max([0.0, *(s.score for s in ranked if s.name not in hidden)])
+        if asks_conversion(text):  # the listed clock tells the time now, not at 8 am in New York
+            best_listed = 0.0
         floor = max(self.cfg.min_score, best_listed / LISTED_SERVES)
         change = asks_change(text)
         picked = [

@@ -98,6 +98,12 @@ def stated_source(request: str) -> str | None:
     return min(mentions, key=distance)[0] if mentions else None
 
 
+def asks_conversion(request: str) -> bool:
+    """Whether ``request`` gives a time and two places ("If it's 8 am in New York, what time
+    is it in Paris?"): a conversion, which a clock of the current time cannot answer."""
+    return _CLOCK_TIME.search(request) is not None and len(named_zones(request)) >= 2
+
+
 def _swap_source(fixed: dict[str, Any], params: list[str], request: str) -> dict[str, Any]:
     """``fixed`` with a conversion's source and target swapped back when the model wrote the
     two places the user named the wrong way round (see the module's doc)."""

@@ -8,6 +8,7 @@ from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.responder import Assistant, ask
 from iris_voice.conversation.toolpick import LEAD, ToolPicker, previous_calls
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
+from iris_voice.tools.repair import asks_conversion
 from iris_voice.tools.retrieval import ToolIndex, words
 from tests.support.fakes import ScriptedBackend
 
@@ -168,6 +169,12 @@ def test_a_hidden_tool_a_listed_one_serves_is_not_added():
     assert "time/convert_time" not in [t.name for t in picker.pick("current time in Mumbai", [])]
     # one that clearly matches better is
     assert [t.name for t in picker.pick("convert 17:00 between timezones", [])] == ["time/convert_time"]
+    # a time and two places ask for a conversion, which the listed clock (the time now) cannot do
+    conversion = "If it's 8 am in New York, what time is it in Mumbai?"
+    assert asks_conversion(conversion) and not asks_conversion("What time is it in Mumbai?")
+    scores = {s.name: s.score for s in picker.index().rank(conversion)}
+    assert scores["get_current_time"] >= scores["time/convert_time"] * 0.8  # it would have served
+    assert "time/convert_time" in [t.name for t in picker.pick(conversion, [])]
 
 
 def shop_registry() -> ToolRegistry:

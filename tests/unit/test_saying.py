@@ -152,3 +152,17 @@ async def test_a_tool_that_changes_something_is_never_answered_by_its_own_result
     assert trace.tool_calls[0]["ok"]
     assert trace.reply == "I added honey to the shop."
     assert trace.rounds == 2
+
+
+async def test_a_conversion_is_said_in_one_round():
+    conversion = {
+        "source": _moment("Asia/Tokyo", "2026-11-29T17:00:00+09:00"),
+        "target": _moment("Europe/London", "2026-11-29T08:00:00+00:00"),
+        "time_difference": "-9.0h",
+    }
+    call = [("time/convert_time", {"source_timezone": "Asia/Tokyo", "time": "17:00"})]
+    backend = ScriptedBackend(call, "The time difference is -9 hours.")
+    reg = shop(json.dumps(conversion, indent=2), name="time/convert_time")
+    trace = await ask(assistant(backend, reg), "Convert 17:00 Tokyo time to London time.")
+    assert trace.reply == "5:00 PM in Tokyo is 8:00 AM in London."
+    assert trace.rounds == 1 and len(backend.requests) == 1

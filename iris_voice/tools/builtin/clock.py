@@ -254,7 +254,7 @@ _ASKS_TIME = re.compile(
 )
 _MAX_PLACE_WORDS = 3  # "rio de janeiro", "new york city"
 _WORDS_FIRST = frozenset(("us", "z", "est", "central", "eastern", "mountain", "pacific"))
-UNASKED = "The question asks nothing about the time or a place's clock: answer it without this tool."
+UNASKED = "Not needed: this question is not about the time. Answer it from what you know, in words."
 """Why a clock call the request does not ask for is not run (the model reads it)."""
 
 
