@@ -67,10 +67,16 @@ def document(tool: Tool) -> list[str]:
     for pname, schema in (props or {}).items() if isinstance(props, dict) else ():
         parts.append(pname.replace("_", " "))
         if isinstance(schema, dict) and isinstance(schema.get("description"), str):
-            parts.append(schema["description"])
+            parts.append(_first_sentence(schema["description"]))
     # Declared trigger words are regex alternations ("timers?|remind\w*"): keep their letters.
     parts += [" ".join(re.findall(r"[a-z]{2,}", re.sub(r"\\\w", " ", w))) for w in tool.words]
     return words(name) * _NAME_WEIGHT + words(" ".join(parts))
+
+
+def _first_sentence(text: str) -> str:
+    """A parameter's first sentence: its examples ("Accepts: ISO 8601 format (e.g., …),
+    relative dates …") would make the tool's document long and its own words count less."""
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip(), maxsplit=1)[0]
 
 
 @dataclass(frozen=True)
