@@ -33,6 +33,7 @@ from iris_voice.conversation.repairs import (
     act_now,
     answer_now,
     closing_words,
+    described_call,
     explain_now,
     retry_without_tools,
     unspeakable,
@@ -230,11 +231,15 @@ class ChatLoop:
                 if unspeakable(sentence, loop.names):
                     log.info("not spoken (call syntax or a tool name): %r", sentence)
                     loop.dropped = loop.cut = True
+                    rnd.withheld.append(sentence)
                     continue
                 for said in guard.feed(sentence):
                     yield loop.spoke(rnd, said)
             rnd.content += content
             rnd.structured.extend(calls)
+        if rnd.tools and not rnd.calls() and (described := described_call(rnd.withheld, shown)):
+            log.info("a call described in words, not made: making it: %s", described)
+            rnd.structured.append(described)
         called = any(self.registry.get(n) is not None for n, _ in rnd.calls())
         for said in guard.settle(called):
             yield loop.spoke(rnd, said)

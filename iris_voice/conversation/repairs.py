@@ -11,6 +11,9 @@ does not, each one measured on the tool benchmarks before it was kept:
   tools (``act_now``); if it still only talks, ``NOT_DONE`` is said;
 - a tool answered and it wrote nothing a listener can hear, the result being no answer
   read out (JSON): one more round for the answer in words (``explain_now``);
+- it describes a call in words instead of making it ("you can use the
+  data/sqlite/describe_table function with the argument "products""): a tool that changes
+  nothing, named with what its one required argument needs, is called (``described_call``);
 - it stops after its tools ran, or its last words were call syntax: ``closing_words``;
 - call syntax or a tool's name is never spoken (``unspeakable``).
 
@@ -21,11 +24,13 @@ next round answered as it did.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from iris_voice.conversation.rounds import Loop, Round
+from iris_voice.conversation.toolpick import writes
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
-from iris_voice.tools.registry import CANNOT, spoken
+from iris_voice.tools.registry import CANNOT, Tool, spoken
 
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
 """Sent when the calls are used up (or a call repeats): the answer, in words."""
@@ -58,6 +63,32 @@ def unspeakable(sentence: str, tool_names: list[str]) -> bool:
     if sentence.lstrip().startswith("Error:") or _plain(sentence) in _NOTE_SENTENCES:
         return True
     return bool(_SYNTAX.search(sentence)) or any("/" in n and n in sentence for n in tool_names)
+
+
+# A value in quotes: "products", `products`, 'products' (not the apostrophe of "shop's").
+_QUOTED = re.compile(r"[\"“`]([^\"”`]{1,80})[\"”`]|(?<!\w)'([^']{1,80})'(?!\w)")
+
+
+def described_call(sentences: list[str], shown: tuple[Tool, ...]) -> tuple[str, dict[str, Any]] | None:
+    """The call ``sentences`` (withheld from speech) describe instead of making it: one shown
+    tool named in full that changes nothing, and the one quoted value its one required
+    argument takes (or none, for a tool without required arguments); else None. A tool
+    that changes something is never called from a description: describing is not asking."""
+    for sentence in sentences:
+        named = [t for t in shown if t.name in sentence and not writes(t)]
+        if len(named) != 1:
+            continue
+        tool = named[0]
+        schema = tool.spec.parameters if isinstance(tool.spec.parameters, dict) else {}
+        required = [r for r in schema.get("required") or () if isinstance(r, str)]
+        rest = re.sub(rf"[\"'`“”]?{re.escape(tool.name)}[\"'`“”]?", " ", sentence)
+        values = [a or b for a, b in _QUOTED.findall(rest)]
+        if not required:
+            return tool.name, {}
+        prop = (schema.get("properties") or {}).get(required[0]) or {}
+        if len(required) == 1 and len(set(values)) == 1 and prop.get("type", "string") == "string":
+            return tool.name, {required[0]: values[0]}
+    return None
 
 
 NOTHING_FOUND = "I found nothing for that."

@@ -67,6 +67,8 @@ class Round:
     written: list[TextCall] = field(default_factory=list)
     """Calls written as text, as the speech filter decided them."""
     said: int = 0
+    withheld: list[str] = field(default_factory=list)
+    """Sentences not spoken as call syntax or a tool's name."""
     undone: list[str] = field(default_factory=list)
     """Sentences claiming a timer action the round did not call (``honest.ClaimGuard``)."""
 
