@@ -11,7 +11,7 @@ from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.chat import ChatLoop
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.responder import Assistant, ask
-from iris_voice.tools.mcp.saying import MAX_CHARS, say_result
+from iris_voice.tools.mcp.saying import MAX_CHARS, listing_label, say_result
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 from tests.support.fakes import ScriptedBackend
 
@@ -166,3 +166,15 @@ async def test_a_conversion_is_said_in_one_round():
     trace = await ask(assistant(backend, reg), "Convert 17:00 Tokyo time to London time.")
     assert trace.reply == "5:00 PM in Tokyo is 8:00 AM in London."
     assert trace.rounds == 1 and len(backend.requests) == 1
+
+
+def test_a_tool_without_parameters_says_what_it_lists():
+    assert listing_label("data/sqlite/list_tables") == "tables"
+    assert listing_label("files/list_allowed_directories") == "allowed directories"
+    assert listing_label("memory/read_graph") == "graph"
+    assert listing_label("get_all") == ""
+    tables = "[{'name': 'products'}, {'name': 'customers'}]"
+    # "what products are in the shop?" answered with the tables: they are said as tables
+    assert say_result(tables, label="tables") == "Tables: products and customers."
+    assert say_result(tables) == "Products and customers."
+    assert say_result("[{'name': 'products'}]", label="tables") == "Tables: products."

@@ -23,6 +23,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 from mcp import types
@@ -30,7 +31,7 @@ from mcp import types
 from iris_voice.config import LlmConfig, McpConfig, McpServerConfig
 from iris_voice.tools.mcp.client import McpServerConnection
 from iris_voice.tools.mcp.lazy import BROWSE_TOOL, EXECUTE_TOOL, LazyTools, call_checked, meta_tools
-from iris_voice.tools.mcp.saying import say_result
+from iris_voice.tools.mcp.saying import listing_label, say_result
 from iris_voice.tools.mcp.vetting import tool_spec
 from iris_voice.tools.paths import server_folders
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
@@ -228,7 +229,9 @@ class McpManager:
         }
         # A server's own word that the tool changes nothing lets it run for a speculative turn.
         read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
-        say = say_result if self.say_results else None  # the chat loop uses it for readers only
+        # the chat loop uses it for readers only; a tool without parameters says what it lists
+        label = "" if (spec.parameters.get("properties") or {}) else listing_label(tool.name)
+        say = partial(say_result, label=label) if self.say_results else None
         return Tool(spec=spec, handler=handler, model=None, meta=meta, read_only=read_only, say=say)
 
     def _sync_tools(self, conn: McpServerConnection) -> None:

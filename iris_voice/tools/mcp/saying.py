@@ -46,8 +46,23 @@ _NOTE = re.compile(r"\s*\([^()]*\)")
 _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
 
 
-def say_result(text: str) -> str | None:
-    """What to say for a read-only tool's ``text``, or None when the model should phrase it."""
+# Verbs in tool names that say how, not what: "list_tables" lists tables.
+_HOW = frozenset("list get read show search find open fetch describe query all".split())
+
+
+def listing_label(tool_name: str) -> str:
+    """What a tool without parameters lists, from its name ("list_tables" → "tables");
+    "" when its name says only how."""
+    parts = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool_name.rpartition("/")[2])
+    return " ".join(p.lower() for p in parts if p and p.lower() not in _HOW)
+
+
+def say_result(text: str, label: str = "") -> str | None:
+    """What to say for a read-only tool's ``text``, or None when the model should phrase it.
+
+    ``label``: what the tool lists (``listing_label``), said before a list of several
+    names: "Tables: products and customers." — said bare, the names would sound like the
+    answer to "what products are in the shop?"."""
     text = text.strip()
     if not text or not text.replace("\n", "").replace("\t", "").isprintable():
         return None  # empty, or control characters (a terminal's colours) no voice should read
@@ -61,7 +76,7 @@ def say_result(text: str) -> str | None:
     if data is None:
         said = _say_lines(text)
     elif _flat_rows(data):
-        said = _say_rows(data)
+        said = _say_rows(data, label)
     else:
         return None  # JSON of another shape: the model reads it better than a listener would
     if not said or _UNSAYABLE.search(said) or not any(c.isalnum() for c in said):
@@ -125,7 +140,7 @@ def _flat_rows(value: Any) -> bool:
     )
 
 
-def _say_rows(rows: list[dict[str, Any]]) -> str | None:
+def _say_rows(rows: list[dict[str, Any]], label: str = "") -> str | None:
     if not rows or len(rows) > MAX_ROWS or any(len(r) > MAX_COLUMNS or not r for r in rows):
         return None  # no rows is the model's to explain ("no customer lives there")
     if all(len(r) == 1 for r in rows) and len({next(iter(r)) for r in rows}) == 1:
@@ -133,7 +148,9 @@ def _say_rows(rows: list[dict[str, Any]]) -> str | None:
         values = [_value(next(iter(r.values()))) for r in rows]
         # One column: its name once ("price: 4.5"), or just the values ("products and customers").
         listed = _and(values)
-        return f"{_key(key)}: {listed}." if len(rows) == 1 and _key(key) else f"{listed}."
+        if label or (len(rows) == 1 and _key(key)):
+            return f"{label or _key(key)}: {listed}."
+        return f"{listed}."
     return "; ".join(", ".join(_field(k, v) for k, v in r.items()) for r in rows) + "."
 
 
