@@ -141,7 +141,8 @@ class McpConfig(_Section):
     """The servers, each under its own category."""
     say_results: bool = True
     """Say a short result of a tool that changes nothing as it is ("price: 4.5", a note's
-    few lines) instead of asking the model to phrase it: one model round instead of two."""
+    few lines, a time converted between zones) instead of asking the model to phrase it:
+    one model round instead of two."""
 
     @model_validator(mode="after")
     def _unique(self) -> McpConfig:
