@@ -117,10 +117,21 @@ class OpenBracket:
 
 
 def _known(name: Any, known: Collection[str]) -> str | None:
-    """The tool name a call refers to, or None when it is not a known tool."""
-    if isinstance(name, str) and name not in known and name.startswith("functions."):
+    """The tool name a call refers to, or None when it is not a known tool.
+
+    A name under a path the model made up ("data/functions/set_timer", copied from the
+    shape of the MCP tools shown) refers to the one known tool of that last part."""
+    if not isinstance(name, str):
+        return None
+    if name not in known and name.startswith("functions."):
         name = name[10:]  # OpenAI-trained models prefix the namespace
-    return name if isinstance(name, str) and name in known else None
+    if name in known or not re.search(r"[/.]", name):
+        return name if name in known else None
+    tail = re.split(r"[/.]", name)[-1]
+    if tail in known:
+        return tail
+    found = [k for k in known if k.rpartition("/")[2] == tail]
+    return found[0] if len(found) == 1 else None
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:

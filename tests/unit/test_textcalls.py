@@ -90,6 +90,19 @@ def test_openai_wrapper_with_string_arguments_and_prefix():
     assert calls_of(json.dumps(obj)) == [("set_timer", {"duration": 60})]
 
 
+def test_a_name_under_a_made_up_path_is_the_one_known_tool_of_its_last_part():
+    # copied from the shape of the MCP tools shown: data/sqlite/read_query
+    text = '{"name": "data/functions/set_timer", "arguments": {"duration": "3 minutes"}}'
+    assert calls_of(text) == [("set_timer", {"duration": "3 minutes"})]
+    hidden = KNOWN | {"data/sqlite/read_query"}
+    calls, _ = extract_calls('{"name": "sqlite.read_query", "arguments": {"query": "SELECT 1"}}', hidden)
+    assert [(c.name, c.arguments) for c in calls] == [("data/sqlite/read_query", {"query": "SELECT 1"})]
+    # no known tool of that name, or two: not a call
+    assert calls_of('{"name": "home/open_garage_door", "arguments": {}}') == []
+    two = KNOWN | {"time/now", "other/now"}
+    assert extract_calls('{"name": "x/now", "arguments": {}}', two)[0] == []
+
+
 def test_parameters_key_and_missing_arguments():
     text = '{"name": "set_timer", "parameters": {"duration": 5}} '
     text += '<tool_call>{"name": "get_current_time"}</tool_call>'
