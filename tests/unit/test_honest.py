@@ -130,13 +130,14 @@ def test_the_guard_holds_from_the_first_claim_and_settles_by_whether_a_call_foll
         ("Play some jazz in the kitchen.", "I can play some jazz in the kitchen."),
     ],
 )
-async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_kept_so_in_the_history(request_, reply):
+async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_left_out_of_the_history(request_, reply):
     registry = builtin_registry()
     assistant = chat_assistant(ScriptedBackend(reply), registry)
     trace = await ask(assistant, request_)
     assert trace.reply in (CANNOT, f"Okay. {CANNOT}")
     assert trace.extra["claimed"]
-    assert assistant.conversation.messages()[-1] == {"role": "assistant", "content": trace.reply}
+    # neither the claim nor the refusal reaches the model again: a small model copies both
+    assert assistant.conversation.messages() == []
     assert (await registry.call("list_timers", {})).result == "No timers are running."
 
 

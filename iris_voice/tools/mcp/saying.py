@@ -50,6 +50,12 @@ _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
 _HOW = frozenset("list get read show search find open fetch describe query all".split())
 
 
+def reports_failure(text: str) -> bool:
+    """Whether a tool's ``text`` is a failure the server reported as an ordinary result
+    ("Database error: no such table: coffee_prices")."""
+    return bool(_FAILED.search(text.strip()))
+
+
 def listing_label(tool_name: str) -> str:
     """What a tool without parameters lists, from its name ("list_tables" → "tables");
     "" when its name says only how."""
@@ -66,7 +72,7 @@ def say_result(text: str, label: str = "") -> str | None:
     text = text.strip()
     if not text or not text.replace("\n", "").replace("\t", "").isprintable():
         return None  # empty, or control characters (a terminal's colours) no voice should read
-    if _FAILED.search(text):
+    if reports_failure(text):
         return None
     data = _literal(text) if len(text) <= MAX_MOMENTS_CHARS else None
     if (moments := _say_moments(data)) is not None:
