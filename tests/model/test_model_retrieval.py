@@ -96,3 +96,35 @@ async def test_a_question_that_needs_no_tool_calls_none(ollama_server, six, tmp_
     devnull.close()
     assert trace.tool_calls == [], trace.to_dict()
     assert "shakespeare" in trace.reply.lower(), trace.reply
+
+
+async def test_a_conversion_from_the_place_named_at_the_time_is_said_in_one_round(
+    ollama_server, six, tmp_path
+):
+    # The built-in clock tells the time now: a time and two places ask for the conversion.
+    cfg = config(ollama_server.url, six, tmp_path)
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with open_app(cfg, errlog=devnull) as app:
+        assert app.mcp is not None and await app.mcp.wait_ready(90)
+        trace = await ask(app.responder, "If it's 8 am in New York, what time is it in Paris?")
+    devnull.close()
+    assert "time/convert_time" in trace.extra.get("retrieved", []), trace.to_dict()
+    (call,) = [c for c in trace.tool_calls if c["ok"]]
+    assert call["arguments"]["source_timezone"] == "America/New_York", call
+    assert call["arguments"]["target_timezone"] == "Europe/Paris", call
+    today = datetime.now(ZoneInfo("America/New_York")).date()
+    paris = datetime(today.year, today.month, today.day, 8, tzinfo=ZoneInfo("America/New_York"))
+    paris = paris.astimezone(ZoneInfo("Europe/Paris"))
+    said = f"{paris.hour % 12 or 12}:00 {'AM' if paris.hour < 12 else 'PM'} in Paris"
+    assert said in trace.reply and trace.rounds == 1, trace.to_dict()
+
+
+async def test_a_clock_call_the_question_does_not_ask_for_runs_nothing(ollama_server, six, tmp_path):
+    cfg = config(ollama_server.url, six, tmp_path)
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with open_app(cfg, errlog=devnull) as app:
+        assert app.mcp is not None and await app.mcp.wait_ready(90)
+        trace = await ask(app.responder, "Who wrote Pride and Prejudice?")
+    devnull.close()
+    assert not [c for c in trace.tool_calls if c["ok"]], trace.to_dict()
+    assert "austen" in trace.reply.lower(), trace.reply
