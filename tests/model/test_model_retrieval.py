@@ -49,6 +49,16 @@ def config(server_url: str, servers, tmp_path: Path, disabled=()) -> Config:
     )
 
 
+async def asked(cfg: Config, text: str):
+    """The trace of ``text`` asked once through IRIS built from ``cfg``, its servers ready."""
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with open_app(cfg, errlog=devnull) as app:
+        assert app.mcp is not None and await app.mcp.wait_ready(90)
+        trace = await ask(app.responder, text)
+    devnull.close()
+    return trace
+
+
 def called(trace) -> list[str]:
     """The tools a turn ran, an execute_tool call read as the tool it ran."""
     names = []
@@ -77,11 +87,7 @@ async def test_time_in_paris_with_six_lazy_servers(ollama_server, six, tmp_path)
 
 async def test_a_memory_question_calls_a_memory_tool(ollama_server, six, tmp_path):
     cfg = config(ollama_server.url, six, tmp_path)
-    devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with open_app(cfg, errlog=devnull) as app:
-        assert app.mcp is not None and await app.mcp.wait_ready(90)
-        trace = await ask(app.responder, "Remember that my brother Tom is allergic to peanuts.")
-    devnull.close()
+    trace = await asked(cfg, "Remember that my brother Tom is allergic to peanuts.")
     memory = [c for c, n in zip(trace.tool_calls, called(trace), strict=True) if n.startswith("memory/")]
     assert memory, trace.to_dict()
     assert "peanut" in str(memory[0]["arguments"]).lower(), memory
@@ -89,11 +95,7 @@ async def test_a_memory_question_calls_a_memory_tool(ollama_server, six, tmp_pat
 
 async def test_a_question_that_needs_no_tool_calls_none(ollama_server, six, tmp_path):
     cfg = config(ollama_server.url, six, tmp_path)
-    devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with open_app(cfg, errlog=devnull) as app:
-        assert app.mcp is not None and await app.mcp.wait_ready(90)
-        trace = await ask(app.responder, "Who wrote Romeo and Juliet?")
-    devnull.close()
+    trace = await asked(cfg, "Who wrote Romeo and Juliet?")
     assert trace.tool_calls == [], trace.to_dict()
     assert "shakespeare" in trace.reply.lower(), trace.reply
 
@@ -103,11 +105,7 @@ async def test_a_conversion_from_the_place_named_at_the_time_is_said_in_one_roun
 ):
     # The built-in clock tells the time now: a time and two places ask for the conversion.
     cfg = config(ollama_server.url, six, tmp_path)
-    devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with open_app(cfg, errlog=devnull) as app:
-        assert app.mcp is not None and await app.mcp.wait_ready(90)
-        trace = await ask(app.responder, "If it's 8 am in New York, what time is it in Paris?")
-    devnull.close()
+    trace = await asked(cfg, "If it's 8 am in New York, what time is it in Paris?")
     assert "time/convert_time" in trace.extra.get("retrieved", []), trace.to_dict()
     (call,) = [c for c in trace.tool_calls if c["ok"]]
     assert call["arguments"]["source_timezone"] == "America/New_York", call
@@ -121,10 +119,6 @@ async def test_a_conversion_from_the_place_named_at_the_time_is_said_in_one_roun
 
 async def test_a_clock_call_the_question_does_not_ask_for_runs_nothing(ollama_server, six, tmp_path):
     cfg = config(ollama_server.url, six, tmp_path)
-    devnull = open(os.devnull, "w")  # noqa: SIM115
-    async with open_app(cfg, errlog=devnull) as app:
-        assert app.mcp is not None and await app.mcp.wait_ready(90)
-        trace = await ask(app.responder, "Who wrote Pride and Prejudice?")
-    devnull.close()
+    trace = await asked(cfg, "Who wrote Pride and Prejudice?")
     assert not [c for c in trace.tool_calls if c["ok"]], trace.to_dict()
     assert "austen" in trace.reply.lower(), trace.reply
