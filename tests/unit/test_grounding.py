@@ -140,6 +140,8 @@ async def test_the_chat_loop_says_the_refusal_instead_of_running_the_call():
         ("and in mumbai?", {"timezone": "Asia/Kolkata"}, True),  # a follow-up names the place
         ("What's the date today?", {}, True),
         ("Is it past 8:30 in Tokyo?", {"timezone": "Asia/Tokyo"}, True),
+        ("Is it 8 am in Lima yet?", {"timezone": "Asia/Tokyo"}, True),
+        ("I am curious, who wrote Hamlet?", {"timezone": "London"}, False),  # "am" is no time
     ],
 )
 async def test_the_clock_runs_only_for_a_question_about_the_time_or_the_place_named(request_, args, runs):

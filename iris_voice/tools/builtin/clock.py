@@ -249,7 +249,7 @@ WORDS = (r"time|clock|hour|o'clock|date|day|today|tonight|tomorrow|week|timezone
 # words, a clock time ("8:30"). A request without any, that names no place, asks something else.
 _ASKS_TIME = re.compile(
     rf"\b(?:{WORDS[0]}|times|hours|days|yesterday|month|year|now|late|early|noon|midnight|morning"
-    r"|afternoon|evening|night|a\.?m|p\.?m)\b|\d[:.]\d\d",
+    r"|afternoon|evening|night)\b|\d[:.]\d\d|\d\s*[ap]\.?m\b",  # "8 am", not "I am"
     re.IGNORECASE,
 )
 _MAX_PLACE_WORDS = 3  # "rio de janeiro", "new york city"
