@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
+from iris_voice.conversation.direct import direct_sentences, said_results
 from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
 from iris_voice.conversation.honest import ClaimGuard, topic_words
 from iris_voice.conversation.repairs import (
@@ -39,17 +40,17 @@ from iris_voice.conversation.repairs import (
     unspeakable,
 )
 from iris_voice.conversation.rounds import Loop, Round
-from iris_voice.conversation.toolpick import ToolPicker, writes
+from iris_voice.conversation.toolpick import ToolPicker
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
 from iris_voice.errors import Code, LlmError
 from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.client import ChatBackend
-from iris_voice.llm.sentences import SentenceSplitter, split_sentences
+from iris_voice.llm.sentences import SentenceSplitter
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
 from iris_voice.tools.choice import CHOICE_NOTE, NotAChoice, choice_schema, chosen
 from iris_voice.tools.paths import repair_paths
-from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult, spoken
+from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult
 from iris_voice.tools.render import manifest, render
 from iris_voice.tools.repair import repair_zones
 
@@ -199,10 +200,10 @@ class ChatLoop:
                 yield refusal
                 return
             turn.messages.extend(tool_turn_messages(self.mode, self._said_around(rnd, loop), results))
-            if self._direct(results, len(calls)):
+            if (said := said_results(self.registry, turn.text, results, len(calls))) is not None:
                 trace.extra["direct_return"] = True
                 turn.open_reply = True
-                for sentence in direct_sentences(results, 0 if loop.said else self.first_clause_words):
+                for sentence in direct_sentences(said, 0 if loop.said else self.first_clause_words):
                     yield sentence
                 return
             if loop.calls_made >= loop.limit:
@@ -303,17 +304,6 @@ class ChatLoop:
             _, around = extract_calls(rnd.content, loop.names)
         return strip_markup(around) if self.mode == ToolMode.NATIVE else around
 
-    def _direct(self, results: list[ToolResult], asked: int) -> bool:
-        """True when every call of the round ran, succeeded and may be spoken as is: a
-        tool's own sentence, or a short result of a tool that changes nothing ("price: 4.5",
-        ``Tool.say``), which a second model round would only rephrase, seconds later."""
-
-        def said(r: ToolResult) -> bool:
-            tool = self.registry.get(r.name)
-            return bool(r.said) and tool is not None and not writes(tool)
-
-        return 0 < len(results) == asked and all(r.ok and (r.direct or said(r)) for r in results)
-
     async def _one_round(
         self,
         turn: Turn,
@@ -378,13 +368,6 @@ class ChatLoop:
             tail = strip_markup(tail).strip()
             if tail:
                 yield tail, "", []
-
-
-def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:
-    """The sentences of direct-return results, spoken instead of a second model round
-    (the first maybe a clause: ``SentenceSplitter``)."""
-    text = " ".join(r.said or spoken(r.result) for r in results)
-    return split_sentences(text, first_clause_words)
 
 
 def _tool_answered(turn: Turn) -> bool:

@@ -199,6 +199,11 @@ def asks_change(text: str) -> bool:
     return bool(_CHANGE.search(text)) and not _WH_QUESTION.match(text)
 
 
+def changes_asked(text: str) -> int:
+    """How many verbs of changing ``text`` holds ("create a branch and switch to it": 2)."""
+    return len(_CHANGE.findall(text))
+
+
 def takes_arguments(tool: Tool) -> bool:
     """Whether ``tool`` has parameters the model fills in."""
     props = tool.spec.parameters.get("properties") if isinstance(tool.spec.parameters, dict) else None

@@ -11,7 +11,7 @@ from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.chat import ChatLoop
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.responder import Assistant, ask
-from iris_voice.tools.mcp.saying import MAX_CHARS, listing_label, say_result
+from iris_voice.tools.mcp.saying import MAX_CHARS, listing_label, say_done, say_result
 from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
 from tests.support.fakes import ScriptedBackend
 
@@ -144,14 +144,84 @@ async def test_a_result_the_model_must_explain_takes_a_second_round():
     assert trace.rounds == 2
 
 
-async def test_a_tool_that_changes_something_is_never_answered_by_its_own_result():
-    call = [("data/sqlite/write_query", {"query": "INSERT INTO products VALUES ('honey', 6.5)"})]
-    backend = ScriptedBackend(call, "I added honey to the shop.")
+ENTITY = json.dumps([{"name": "Bob", "entityType": "person", "observations": ["likes chess"]}], indent=2)
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        (ENTITY, "Saved: Bob, likes chess."),  # MCP's memory server echoes what it stored
+        ('[{"entityName": "Tom", "addedObservations": ["allergic to peanuts"]}]',
+         "Saved: Tom, allergic to peanuts."),
+        ('{"entities": [{"name": "Ann", "observations": ["birthday May 3rd", "sister"]}]}',
+         "Saved: Ann, birthday May 3rd and sister."),
+        ("[{'affected_rows': 1}]", "Done: 1 row changed."),
+        ("[{'affected_rows': 3}]", "Done: 3 rows changed."),
+        ("Files staged successfully", "Files staged successfully."),
+        ("Created branch 'beans' from 'main'", "Created branch 'beans' from 'main'."),
+    ],
+)  # fmt: skip
+def test_what_a_change_did_is_said_when_its_result_shows_it(result, said):
+    assert say_done(result) == said
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "[]",  # nothing new stored (Bob was there already): the model goes on
+        '[{"entityName": "Bob", "addedObservations": []}]',
+        "[{'affected_rows': 0}]",  # no row matched: the model explains
+        "Changes committed successfully with hash 0f3a9c1d2e4b5a6978877665",
+        "Successfully wrote to /home/user/notes/ideas.md",
+        "Error executing tool create_entities: bad input",
+        "Database error: no such table: product",
+        '[{"name": "Bob"}]',  # a name and nothing stored under it
+        "Tables: products",  # a line that says nothing was done
+    ],
+)
+def test_a_change_whose_result_does_not_show_what_was_done_is_left_to_the_model(result):
+    assert say_done(result) is None
+
+
+async def test_a_change_is_confirmed_from_its_result_in_one_round():
+    call = [("data/sqlite/write_query", {"query": "UPDATE products SET stock = 100 WHERE name = 'apples'"})]
+    backend = ScriptedBackend(call, "I set the stock of apples to 100.", "Fine.", "Hello!")
     reg = shop("[{'affected_rows': 1}]", name="data/sqlite/write_query")
-    trace = await ask(assistant(backend, reg), "Add honey priced 6.5 to the shop database.")
+    it = assistant(backend, reg)
+    trace = await ask(it, "Set the stock of apples to 100 in the shop database.")
     assert trace.tool_calls[0]["ok"]
-    assert trace.reply == "I added honey to the shop."
+    assert trace.reply == "Done: 1 row changed."
+    assert trace.rounds == 1 and len(backend.requests) == 1
+    await ask(it, "Is that all?")  # the next turn reads the call and its result
+    result = {"role": "tool", "content": "[{'affected_rows': 1}]", "tool_name": "data/sqlite/write_query"}
+    assert result in backend.requests[1]["messages"]
+    await ask(it, "Thanks!")  # and the turn after that what was said
+    assert {"role": "assistant", "content": "Done: 1 row changed."} in backend.requests[2]["messages"]
+
+
+async def test_a_change_that_stored_nothing_new_takes_a_second_round():
+    call = [("memory/create_entities", {"entities": [{"name": "Bob", "observations": ["likes chess"]}]})]
+    follow = [
+        ("memory/add_observations", {"observations": [{"entityName": "Bob", "contents": ["likes chess"]}]})
+    ]
+    backend = ScriptedBackend(call, follow, "I'll remember that Bob likes chess.")
+    reg = shop("[]", name="memory/create_entities")
+    reg.register(shop('[{"entityName": "Bob", "addedObservations": ["likes chess"]}]',
+                      name="memory/add_observations").hidden()[0], hidden=True)  # fmt: skip
+    trace = await ask(assistant(backend, reg), "Remember that Bob likes chess.")
+    assert [c["name"] for c in trace.tool_calls] == ["memory/create_entities", "memory/add_observations"]
+    assert trace.reply == "Saved: Bob, likes chess."
     assert trace.rounds == 2
+
+
+async def test_a_request_for_two_changes_is_left_to_the_model_after_the_first():
+    call = [("dev/git/git_create_branch", {"branch_name": "beans"})]
+    backend = ScriptedBackend(call, "I created the branch beans; switching needs another step.")
+    reg = shop("Created branch 'beans' from 'main'", name="dev/git/git_create_branch")
+    trace = await ask(assistant(backend, reg), "Create a branch called beans and switch to it.")
+    assert trace.tool_calls[0]["ok"]
+    assert trace.rounds == 2
+    assert trace.reply.startswith("I created the branch beans")
 
 
 async def test_a_conversion_is_said_in_one_round():

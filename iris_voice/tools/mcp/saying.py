@@ -5,8 +5,12 @@ Phrasing a tool's answer costs a model round that reads the call and the result 
 query, a short list of names, a few lines of a note, a time in a zone or one converted to
 another ("5:00 PM in Tokyo is 8:00 AM in London.") — is said from its own words here;
 anything else (JSON objects, commit hashes, long text, nothing at all) is left to the
-model, which can explain it. Only tools that change nothing are said this way: what a
-writing tool answers ("Successfully wrote …") is no answer to the user.
+model, which can explain it.
+
+A tool that changes something is said by ``say_done``, and only where its result shows
+what was done: the records it stored ("Saved: Bob, likes chess."), the rows it changed, or
+a short line of success ("Files staged successfully."). "Successfully wrote /tmp/…", an
+empty list (nothing new stored) or JSON of another shape go to the model.
 """
 
 from __future__ import annotations
@@ -44,6 +48,14 @@ _FAILED = re.compile(
 _BULLET = re.compile(r"^\s*(?:#{1,6}\s+|[-*+•]\s+|\d+[.)]\s+|\[(?:FILE|DIR)\]\s+|\*\s*)")
 _NOTE = re.compile(r"\s*\([^()]*\)")
 _WORDY_KEY = re.compile(r"[A-Za-z][A-Za-z _]*")
+_DONE_WORDS = re.compile(
+    r"\b(?:success\w*|created|added|saved|stored|updated|deleted|removed|staged|committed"
+    r"|switched|moved|renamed|inserted)\b",
+    re.IGNORECASE,
+)
+_NAME_KEYS = ("name", "entityName", "title")
+MAX_DONE_CHARS = 120
+"""Longest line of success said as it is."""
 
 
 # Verbs in tool names that say how, not what: "list_tables" lists tables.
@@ -88,6 +100,50 @@ def say_result(text: str, label: str = "") -> str | None:
     if not said or _UNSAYABLE.search(said) or not any(c.isalnum() for c in said):
         return None
     return said[:1].upper() + said[1:]
+
+
+def say_done(text: str) -> str | None:
+    """What to say for the ``text`` a tool that changes something answered, or None when
+    the result does not show what was done (the model explains it).
+
+    Records stored under a name ("Bob" with the observation "likes chess", as MCP's memory
+    server echoes what it created) → "Saved: Bob, likes chess."; rows a query changed →
+    "Done: 1 row changed."; a short line that says it succeeded, as it is."""
+    text = text.strip()
+    if not text or reports_failure(text) or len(text) > MAX_MOMENTS_CHARS:
+        return None
+    data = _literal(text)
+    if data is None:
+        line = text.rstrip(".")
+        if (
+            "\n" in line
+            or len(line) > MAX_DONE_CHARS
+            or _UNSAYABLE.search(line)
+            or not _DONE_WORDS.search(line)
+        ):
+            return None
+        return line[:1].upper() + line[1:] + "."
+    if isinstance(data, dict) and len(data) == 1:  # {"entities": [...]}: the records themselves
+        data = next(iter(data.values()))
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        return None  # nothing new stored, or another shape
+    if all(set(r) == {"affected_rows"} for r in data):
+        changed = sum(r["affected_rows"] for r in data if isinstance(r["affected_rows"], int))
+        return f"Done: {changed} {'row' if changed == 1 else 'rows'} changed." if changed > 0 else None
+    facts = [_stored(r) for r in data]
+    if len(data) > MAX_ROWS or not all(facts):
+        return None
+    said = f"Saved: {'; '.join(f for f in facts if f)}."
+    return None if _UNSAYABLE.search(said) else said
+
+
+def _stored(record: dict[str, Any]) -> str:
+    """One stored record as "name, what was stored" ("Bob, likes chess"); "" when it has
+    no name or stored nothing new."""
+    name = next((record[k] for k in _NAME_KEYS if isinstance(record.get(k), str)), "")
+    items = [s.strip() for v in record.values() if isinstance(v, list) for s in v if isinstance(s, str)]
+    items = [s for s in items if s]
+    return f"{name.strip()}, {_and(items)}" if name.strip() and items else ""
 
 
 def _literal(text: str) -> Any:
