@@ -216,8 +216,9 @@ class RetrievalConfig(_Section):
     """Per-turn tool retrieval: the hidden (lazy MCP) tools a request needs, shown for that turn."""
 
     enabled: bool = True
-    tools_per_turn: Annotated[int, Field(ge=1, le=10)] = 3
-    """Most tools added to one turn (after the history, so the cached prompt prefix stays)."""
+    tools_per_turn: Annotated[int, Field(ge=1, le=10)] = 2
+    """Most tools added to one turn (after the history, so the cached prompt prefix stays;
+    each is read anew on every turn it is shown: two, measured in docs/benchmarks.md)."""
     min_score: Annotated[float, Field(ge=0, le=100)] = 3.0
     """Least BM25 score of a tool worth showing; below it a request gets no extra tool."""
     meta_tools: bool = False

@@ -166,6 +166,8 @@ class ToolPicker:
             and s.name.rpartition("/")[2] not in listed
             and (not writes(hidden[s.name]) or (change and licensed(hidden[s.name], text)))
         ]
+        if change:  # what was asked is a change: a tool that makes one is not cut for a reader
+            picked.sort(key=lambda t: not writes(t))
         picked = picked[: self.cfg.tools_per_turn]
         # A tool without parameters cannot carry what the request names ("what products are
         # in the shop database?": list_tables): where the ranker can hardly tell it from one

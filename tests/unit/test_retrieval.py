@@ -204,6 +204,16 @@ def test_tools_that_change_something_are_shown_only_for_a_request_for_that_kind_
     assert "memory/delete_entities" in names("Forget everything you remember about Bob, delete it.")
 
 
+def test_a_tool_that_makes_the_change_asked_is_kept_when_readers_rank_above_it():
+    picker = ToolPicker(shop_registry(), RetrievalConfig(tools_per_turn=1, min_score=0.1))
+    ranked = [s.name for s in picker.index().rank("Set the stock of apples in the shop database to 100.")]
+    # the ranker puts a reader first; with room for one tool, the writer the words ask for is shown
+    assert ranked.index("data/sqlite/read_query") < ranked.index("data/sqlite/write_query")
+    assert [t.name for t in picker.pick("Set the stock of apples in the shop database to 100.", [])] == [
+        "data/sqlite/write_query"
+    ]
+
+
 def test_which_tools_write_by_their_names_unless_their_server_says_read_only():
     from iris_voice.conversation.toolpick import asks_change, writes
 
