@@ -15,8 +15,6 @@ as it is:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from iris_voice.conversation.toolpick import asks_change, changes_asked, writes
 from iris_voice.llm.sentences import split_sentences
 from iris_voice.tools.mcp.saying import say_done
@@ -25,33 +23,38 @@ from iris_voice.tools.registry import ToolRegistry, ToolResult, spoken
 
 def said_results(
     registry: ToolRegistry, request: str, results: list[ToolResult], asked: int
-) -> list[ToolResult] | None:
-    """The round's ``results`` with what each says (``ToolResult.said``) when all of the
-    ``asked`` calls ran, succeeded and can be said without the model; else None."""
+) -> list[str] | None:
+    """What to say for the round's ``results`` when all of the ``asked`` calls ran,
+    succeeded and can be said without the model (one text per result, the changes'
+    together); else None."""
     if not 0 < len(results) == asked:
         return None
     one_change = asks_change(request) and changes_asked(request) == 1
-    out = []
+    said: list[str] = []
+    changes: list[str] = []  # the results of tools that changed something, said as one
     for r in results:
         tool = registry.get(r.name)
         if not r.ok or tool is None:
             return None
         if r.direct:
-            out.append(r)
+            said.append(r.said or spoken(r.result))
         elif not writes(tool):
             if not r.said:
                 return None
-            out.append(r)
-        # ``Tool.say`` set: the tool's results may be said (``mcp.say_results``)
-        elif tool.say is not None and one_change and (done := say_done(r.result)):
-            out.append(replace(r, said=done))
+            said.append(r.said)
+        elif tool.say is not None and one_change:  # ``Tool.say`` set: ``mcp.say_results``
+            changes.append(r.result)
         else:
             return None
-    return out
+    if changes:
+        done = say_done(*changes)
+        if done is None:
+            return None
+        said.append(done)
+    return said
 
 
-def direct_sentences(results: list[ToolResult], first_clause_words: int = 0) -> list[str]:
+def direct_sentences(said: list[str], first_clause_words: int = 0) -> list[str]:
     """The sentences of results said without a model round (the first maybe a clause:
     ``SentenceSplitter``)."""
-    text = " ".join(r.said or spoken(r.result) for r in results)
-    return split_sentences(text, first_clause_words)
+    return split_sentences(" ".join(said), first_clause_words)

@@ -248,3 +248,10 @@ def test_a_tool_without_parameters_says_what_it_lists():
     assert say_result(tables, label="tables") == "Tables: products and customers."
     assert say_result(tables) == "Products and customers."
     assert say_result("[{'name': 'products'}]", label="tables") == "Tables: products."
+
+
+def test_a_rounds_changes_storing_under_one_name_are_said_as_one():
+    added = '[{"entityName": "Bob", "addedObservations": ["plays chess"]}]'
+    assert say_done(ENTITY, added) == "Saved: Bob, likes chess and plays chess."
+    assert say_done(ENTITY, ENTITY) == "Saved: Bob, likes chess."
+    assert say_done(ENTITY, "[]") is None  # one of them stored nothing: the model explains

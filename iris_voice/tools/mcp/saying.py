@@ -102,14 +102,35 @@ def say_result(text: str, label: str = "") -> str | None:
     return said[:1].upper() + said[1:]
 
 
-def say_done(text: str) -> str | None:
-    """What to say for the ``text`` a tool that changes something answered, or None when
-    the result does not show what was done (the model explains it).
+def say_done(*texts: str) -> str | None:
+    """What to say for the ``texts`` a tool that changes something answered (one call's,
+    or each of a round's calls'), or None when one does not show what was done (the
+    model explains it).
 
     Records stored under a name ("Bob" with the observation "likes chess", as MCP's memory
-    server echoes what it created) → "Saved: Bob, likes chess."; rows a query changed →
-    "Done: 1 row changed."; a short line that says it succeeded, as it is."""
-    text = text.strip()
+    server echoes what it created) → "Saved: Bob, likes chess." (two calls storing under
+    one name, said as one: "Saved: Bob, likes chess and plays chess."); rows a query changed
+    → "Done: 1 row changed."; a short line that says it succeeded, as it is."""
+    said: list[str] = []
+    stored: dict[str, list[str]] = {}
+    for text in texts:
+        one = _done(text.strip())
+        if one is None:
+            return None
+        if isinstance(one, str):
+            said.append(one)
+            continue
+        for name, items in one:
+            stored.setdefault(name, []).extend(i for i in items if i not in stored.get(name, []))
+    if stored:
+        said.append(f"Saved: {'; '.join(f'{name}, {_and(items)}' for name, items in stored.items())}.")
+    text = " ".join(said)
+    return text if text and not _UNSAYABLE.search(text) else None
+
+
+def _done(text: str) -> str | list[tuple[str, list[str]]] | None:
+    """One result of a change: a sentence to say, the records it stored (name, items), or
+    None when it does not show what was done."""
     if not text or reports_failure(text) or len(text) > MAX_MOMENTS_CHARS:
         return None
     data = _literal(text)
@@ -133,17 +154,16 @@ def say_done(text: str) -> str | None:
     facts = [_stored(r) for r in data]
     if len(data) > MAX_ROWS or not all(facts):
         return None
-    said = f"Saved: {'; '.join(f for f in facts if f)}."
-    return None if _UNSAYABLE.search(said) else said
+    return [f for f in facts if f is not None]
 
 
-def _stored(record: dict[str, Any]) -> str:
-    """One stored record as "name, what was stored" ("Bob, likes chess"); "" when it has
-    no name or stored nothing new."""
-    name = next((record[k] for k in _NAME_KEYS if isinstance(record.get(k), str)), "")
+def _stored(record: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """One stored record as its name and what was stored under it (("Bob", ["likes
+    chess"])); None when it has no name or stored nothing new."""
+    name = next((record[k].strip() for k in _NAME_KEYS if isinstance(record.get(k), str)), "")
     items = [s.strip() for v in record.values() if isinstance(v, list) for s in v if isinstance(s, str)]
     items = [s for s in items if s]
-    return f"{name.strip()}, {_and(items)}" if name.strip() and items else ""
+    return (name, items) if name and items else None
 
 
 def _literal(text: str) -> Any:
