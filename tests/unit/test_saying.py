@@ -255,3 +255,24 @@ def test_a_rounds_changes_storing_under_one_name_are_said_as_one():
     assert say_done(ENTITY, added) == "Saved: Bob, likes chess and plays chess."
     assert say_done(ENTITY, ENTITY) == "Saved: Bob, likes chess."
     assert say_done(ENTITY, "[]") is None  # one of them stored nothing: the model explains
+
+
+GRAPH = {
+    "entities": [
+        {"type": "entity", "name": "Anna", "entityType": "person", "observations": ["birthday May 3rd"]}
+    ],
+    "relations": [{"type": "relation", "from": "Anna", "to": "Tom", "relationType": "sister_of"}],
+}
+
+
+def test_what_a_memory_holds_of_the_names_asked_for_is_said():
+    # MCP's memory server answers search_nodes and open_nodes with indented JSON
+    assert say_result(json.dumps(GRAPH, indent=2)) == "Anna: birthday May 3rd. Anna sister of Tom."
+    assert (
+        say_result(json.dumps({"entities": GRAPH["entities"], "relations": []})) == "Anna: birthday May 3rd."
+    )
+    # nothing found is the model's to explain; so is the whole graph (read_graph: no parameters)
+    assert say_result(json.dumps({"entities": [], "relations": []}, indent=2)) is None
+    assert say_result(json.dumps(GRAPH, indent=2), label="graph") is None
+    many = {"entities": [{"name": f"n{i}", "observations": ["x"]} for i in range(6)], "relations": []}
+    assert say_result(json.dumps(many)) is None

@@ -3,7 +3,8 @@
 Phrasing a tool's answer costs a model round that reads the call and the result again
 (seconds on two cores). A result a listener understands when read out — a row or two of a
 query, a short list of names, a few lines of a note, a time in a zone or one converted to
-another ("5:00 PM in Tokyo is 8:00 AM in London.") — is said from its own words here;
+another ("5:00 PM in Tokyo is 8:00 AM in London."), what a memory holds of the names
+asked for ("Anna: birthday May 3rd.") — is said from its own words here;
 anything else (JSON objects, commit hashes, long text, nothing at all) is left to the
 model, which can explain it.
 
@@ -89,6 +90,8 @@ def say_result(text: str, label: str = "") -> str | None:
     data = _literal(text) if len(text) <= MAX_MOMENTS_CHARS else None
     if (moments := _say_moments(data)) is not None:
         return moments  # a time, however long its JSON: one short sentence
+    if not label and (known := _say_known(data)) is not None:
+        return known  # what a memory holds of the names asked for, however long its JSON
     if len(text) > MAX_CHARS:
         return None
     if data is None:
@@ -211,6 +214,31 @@ def _say_moments(data: Any) -> str | None:
     (a, at), (b, bt) = pair
     day = (lambda m: f" on {m.strftime('%A')}") if a.date() != b.date() else (lambda m: "")
     return f"{clock_words(a)}{day(a)} in {at} is {clock_words(b)}{day(b)} in {bt}."
+
+
+def _say_known(data: Any) -> str | None:
+    """Records found under names, with what is stored under each, and the relations
+    between them (MCP's memory server: ``{"entities": [{"name": "Anna", "observations":
+    ["birthday May 3rd"]}], "relations": [{"from": "Anna", "to": "Tom", "relationType":
+    "sister_of"}]}``) → "Anna: birthday May 3rd. Anna sister of Tom."; None for any other
+    shape, and for nothing found (the model explains it). Not for a tool without
+    parameters (``read_graph``): it answers everything, not what was asked."""
+    if not isinstance(data, dict) or not data or not all(isinstance(v, list) for v in data.values()):
+        return None
+    facts = []
+    for record in (r for v in data.values() for r in v):
+        if not isinstance(record, dict):
+            return None
+        if stored := _stored(record):
+            facts.append(f"{stored[0]}: {_and(stored[1])}")
+        elif all(isinstance(record.get(k), str) for k in ("from", "relationType", "to")):
+            facts.append(f"{record['from']} {record['relationType'].replace('_', ' ')} {record['to']}")
+        else:
+            return None
+    said = ". ".join(facts) + "."
+    if not facts or len(facts) > MAX_ROWS or len(said) > MAX_CHARS or _UNSAYABLE.search(said):
+        return None
+    return said
 
 
 def _flat_rows(value: Any) -> bool:
