@@ -199,8 +199,9 @@ class ChatLoop:
             if refusal:  # not grounded in the user's words: said instead, nothing ran
                 yield refusal
                 return
+            first = not _tool_answered(turn)
             turn.messages.extend(tool_turn_messages(self.mode, self._said_around(rnd, loop), results))
-            if (said := said_results(self.registry, turn.text, results, len(calls))) is not None:
+            if (said := said_results(self.registry, turn.text, results, len(calls), first)) is not None:
                 trace.extra["direct_return"] = True
                 turn.open_reply = True
                 for sentence in direct_sentences(said, 0 if loop.said else self.first_clause_words):

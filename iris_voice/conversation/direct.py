@@ -5,7 +5,8 @@ cores). It is skipped when every call of the round succeeded and each result can
 as it is:
 
 - a built-in tool's own sentence (direct return: "Pasta timer set for 8 minutes.");
-- a short answer of a tool that changes nothing ("price: 4.5", ``Tool.say``);
+- a short answer of a tool that changes nothing ("price: 4.5", ``Tool.say``), or a lookup
+  that found nothing, when it is the turn's first ("I found nothing for that.");
 - what a tool that changes something shows it did ("Saved: Bob, likes chess.",
   ``saying.say_done``), when the request asked for exactly one change. "Remember that
   Bob likes chess" is done once the fact is stored; the small model's second round only
@@ -17,16 +18,18 @@ from __future__ import annotations
 
 from iris_voice.conversation.toolpick import asks_change, changes_asked, writes
 from iris_voice.llm.sentences import split_sentences
-from iris_voice.tools.mcp.saying import say_done
-from iris_voice.tools.registry import ToolRegistry, ToolResult, spoken
+from iris_voice.tools.mcp.saying import found_nothing, say_done
+from iris_voice.tools.registry import NOTHING_FOUND, ToolRegistry, ToolResult, spoken
 
 
 def said_results(
-    registry: ToolRegistry, request: str, results: list[ToolResult], asked: int
+    registry: ToolRegistry, request: str, results: list[ToolResult], asked: int, first: bool = True
 ) -> list[str] | None:
     """What to say for the round's ``results`` when all of the ``asked`` calls ran,
     succeeded and can be said without the model (one text per result, the changes'
-    together); else None."""
+    together); else None. ``first``: no tool answered earlier in the turn — only then is a
+    lookup that found nothing said so (``NOTHING_FOUND``; after an earlier answer the model
+    knows more than this one result)."""
     if not 0 < len(results) == asked:
         return None
     one_change = asks_change(request) and changes_asked(request) == 1
@@ -39,9 +42,14 @@ def said_results(
         if r.direct:
             said.append(r.said or spoken(r.result))
         elif not writes(tool):
-            if not r.said:
+            if r.said:
+                said.append(r.said)
+            elif first and tool.say is not None and found_nothing(r.result):
+                # Asked "what do you remember about Alice?", the model explained an empty
+                # answer with a memory of its own ("a young girl who loved dolls").
+                said.append(NOTHING_FOUND)
+            else:
                 return None
-            said.append(r.said)
         elif tool.say is not None and one_change:  # ``Tool.say`` set: ``mcp.say_results``
             changes.append(r.result)
         else:

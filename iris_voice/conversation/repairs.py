@@ -30,7 +30,7 @@ from iris_voice.conversation.rounds import Loop, Round
 from iris_voice.conversation.toolpick import writes
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
-from iris_voice.tools.registry import CANNOT, Tool, spoken
+from iris_voice.tools.registry import CANNOT, NOTHING_FOUND, Tool, spoken
 
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
 """Sent when the calls are used up (or a call repeats): the answer, in words."""
@@ -89,10 +89,6 @@ def described_call(sentences: list[str], shown: tuple[Tool, ...]) -> tuple[str, 
         if len(required) == 1 and len(set(values)) == 1 and prop.get("type", "string") == "string":
             return tool.name, {required[0]: values[0]}
     return None
-
-
-NOTHING_FOUND = "I found nothing for that."
-"""Said when the model said nothing and the last tool found nothing (``[]``, ``{}``)."""
 
 
 def last_words(trace: TurnTrace, tool_names: list[str]) -> str:

@@ -75,6 +75,8 @@ ArgumentRepair = Callable[[str, dict[str, Any]], dict[str, Any]]
 taken out (a timer name nobody said: "breakfast" for "start a timer for one hour")."""
 CANNOT = "Sorry, I can't do that."
 """What IRIS says when it refuses a call the user's words do not ask for."""
+NOTHING_FOUND = "I found nothing for that."
+"""What IRIS says when a tool that looks something up found nothing."""
 _NOTE = re.compile(r"\s*\([^()]*\)")
 
 

@@ -4,6 +4,8 @@ sees the result on the next turn."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -11,8 +13,8 @@ from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.chat import ChatLoop
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.responder import Assistant, ask
-from iris_voice.tools.mcp.saying import MAX_CHARS, listing_label, say_done, say_result
-from iris_voice.tools.registry import Tool, ToolRegistry, ToolSpec
+from iris_voice.tools.mcp.saying import MAX_CHARS, found_nothing, listing_label, say_done, say_result
+from iris_voice.tools.registry import NOTHING_FOUND, Tool, ToolRegistry, ToolSpec
 from tests.support.fakes import ScriptedBackend
 
 GIT_STATUS = (
@@ -276,3 +278,35 @@ def test_what_a_memory_holds_of_the_names_asked_for_is_said():
     assert say_result(json.dumps(GRAPH, indent=2), label="graph") is None
     many = {"entities": [{"name": f"n{i}", "observations": ["x"]} for i in range(6)], "relations": []}
     assert say_result(json.dumps(many)) is None
+
+
+EMPTY = json.dumps({"entities": [], "relations": []}, indent=2)
+
+
+def test_a_lookup_that_found_nothing_is_told_apart_from_an_empty_query():
+    assert found_nothing(EMPTY)
+    assert not found_nothing("[]")  # a query's filter may be wrong: the model mends it
+    assert not found_nothing(json.dumps(GRAPH)) and not found_nothing("{}") and not found_nothing("")
+
+
+async def test_a_lookup_that_found_nothing_is_said_so_in_one_round():
+    call = [("memory/search_nodes", {"query": "Alice"})]
+    backend = ScriptedBackend(call, "I remember Alice as a young girl who loved to play with dolls.")
+    trace = await ask(
+        assistant(backend, shop(EMPTY, name="memory/search_nodes")), "What do you remember about Alice?"
+    )
+    assert trace.reply == NOTHING_FOUND
+    assert trace.rounds == 1 and len(backend.requests) == 1
+
+
+async def test_after_an_earlier_answer_an_empty_lookup_goes_to_the_model():
+    # read_graph takes no parameters: it says what it lists, so the whole graph goes to the model
+    whole = shop(json.dumps(GRAPH, indent=2), name="memory/read_graph").hidden()[0]
+    reg = ToolRegistry([], hidden=[replace(whole, say=partial(say_result, label="graph"))])
+    reg.register(shop(EMPTY, name="memory/open_nodes").hidden()[0], hidden=True)
+    first = [("memory/read_graph", {})]
+    then = [("memory/open_nodes", {"names": ["Anna"]})]
+    backend = ScriptedBackend(first, then, "Anna's birthday is May 3rd.")
+    trace = await ask(assistant(backend, reg), "Recall what you know about my sister Anna.")
+    assert [c["name"] for c in trace.tool_calls] == ["memory/read_graph", "memory/open_nodes"]
+    assert trace.reply == "Anna's birthday is May 3rd."

@@ -69,6 +69,15 @@ def reports_failure(text: str) -> bool:
     return bool(_FAILED.search(text.strip()))
 
 
+def found_nothing(text: str) -> bool:
+    """Whether ``text`` is a lookup's answer that found nothing: an object whose every
+    value is an empty list (MCP's memory server: ``{"entities": [], "relations": []}``).
+    A query's ``[]`` is not: a row filter may have been written wrong, and the model can
+    mend its query."""
+    data = _literal(text.strip()) if text.strip() else None
+    return isinstance(data, dict) and bool(data) and all(v == [] for v in data.values())
+
+
 def listing_label(tool_name: str) -> str:
     """What a tool without parameters lists, from its name ("list_tables" → "tables");
     "" when its name says only how."""
