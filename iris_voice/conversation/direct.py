@@ -16,6 +16,7 @@ as it is:
 
 from __future__ import annotations
 
+from iris_voice.conversation.honest import orders_action
 from iris_voice.conversation.toolpick import asks_change, changes_asked, writes
 from iris_voice.llm.sentences import split_sentences
 from iris_voice.tools.mcp.saying import found_nothing, say_done
@@ -29,10 +30,15 @@ def said_results(
     succeeded and can be said without the model (one text per result, the changes'
     together); else None. ``first``: no tool answered earlier in the turn — only then is a
     lookup that found nothing said so (``NOTHING_FOUND``; after an earlier answer the model
-    knows more than this one result)."""
+    knows more than this one result), and only as the round's one call, for a request
+    that asks to be told rather than for an action."""
     if not 0 < len(results) == asked:
         return None
     one_change = asks_change(request) and changes_asked(request) == 1
+    # "Open the garage door." may run memory's open_nodes and find nothing: what was asked
+    # is an action IRIS cannot do, not a lookup (the model says so); so is a round with
+    # another answer beside the empty one.
+    lookup = first and asked == 1 and not orders_action(request)
     said: list[str] = []
     changes: list[str] = []  # the results of tools that changed something, said as one
     for r in results:
@@ -44,7 +50,7 @@ def said_results(
         elif not writes(tool):
             if r.said:
                 said.append(r.said)
-            elif first and tool.say is not None and found_nothing(r.result):
+            elif lookup and tool.say is not None and found_nothing(r.result):
                 # Asked "what do you remember about Alice?", the model explained an empty
                 # answer with a memory of its own ("a young girl who loved dolls").
                 said.append(NOTHING_FOUND)

@@ -117,6 +117,12 @@ _ORDER = re.compile(
 """A request for an action: it opens with its verb."""
 
 
+def orders_action(request: str) -> bool:
+    """Whether ``request`` asks for an action, opening with its verb ("Open the garage
+    door."), rather than to be told something."""
+    return bool(_ORDER.match(request))
+
+
 _OWN_NOUN = r"(?:timers?|reminders?|alarms?)"
 _OWN_DONE = r"(?:cancel+ed|set|started|created|added|removed|deleted|stopped|scheduled|saved)"
 _OWN = re.compile(rf"\b{_OWN_NOUN}\b", re.IGNORECASE)

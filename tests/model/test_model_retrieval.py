@@ -122,3 +122,13 @@ async def test_a_clock_call_the_question_does_not_ask_for_runs_nothing(ollama_se
     trace = await asked(cfg, "Who wrote Pride and Prejudice?")
     assert not [c for c in trace.tool_calls if c["ok"]], trace.to_dict()
     assert "austen" in trace.reply.lower(), trace.reply
+
+
+async def test_a_fact_to_remember_is_stored_and_confirmed_in_one_round(ollama_server, six, tmp_path):
+    cfg = config(ollama_server.url, six, tmp_path)
+    trace = await asked(cfg, "Remember that Bob likes chess.")
+    stored = [c for c in trace.tool_calls if c["ok"] and c["name"].startswith("memory/")]
+    assert stored and "chess" in str(stored[0]["arguments"]).lower(), trace.to_dict()
+    # what the memory server echoed is said; no second round phrases it
+    assert trace.reply.startswith("Saved: Bob, ") and "chess" in trace.reply, trace.reply
+    assert trace.rounds == 1, trace.to_dict()

@@ -310,3 +310,20 @@ async def test_after_an_earlier_answer_an_empty_lookup_goes_to_the_model():
     trace = await ask(assistant(backend, reg), "Recall what you know about my sister Anna.")
     assert [c["name"] for c in trace.tool_calls] == ["memory/read_graph", "memory/open_nodes"]
     assert trace.reply == "Anna's birthday is May 3rd."
+
+
+async def test_an_empty_lookup_for_an_action_asked_goes_to_the_model():
+    # "open" ranks memory's open_nodes: the request is an action IRIS cannot do, not a lookup
+    call = [("memory/open_nodes", {"names": ["garage door"]})]
+    backend = ScriptedBackend(call, "Sorry, I can't open doors.")
+    trace = await ask(assistant(backend, shop(EMPTY, name="memory/open_nodes")), "Open the garage door.")
+    assert trace.reply == "Sorry, I can't open doors." and trace.rounds == 2
+
+
+async def test_an_empty_lookup_beside_another_call_goes_to_the_model():
+    reg = shop(EMPTY, name="memory/open_nodes")
+    reg.register(shop("# Ideas\n- a birdhouse", name="files/read_file").hidden()[0], hidden=True)
+    calls = [("memory/open_nodes", {"names": ["ideas"]}), ("files/read_file", {"path": "ideas.md"})]
+    backend = ScriptedBackend(calls, "Your ideas: a birdhouse.")
+    trace = await ask(assistant(backend, reg), "What is in my ideas note?")
+    assert NOTHING_FOUND not in trace.reply and trace.reply == "Your ideas: a birdhouse."
