@@ -30,13 +30,19 @@ from iris_voice.tools.retrieval import ToolIndex
 
 log = logging.getLogger(__name__)
 _FOLLOW_UP = re.compile(r"^\W*(?:and|also|now|then|what about|how about|same for)\b", re.IGNORECASE)
-# A request that asks for a change says so with a verb; a wh-question asks to be told.
-_CHANGE = re.compile(
-    r"\b(?:set|create|add|remember|save|store|write|delete|remove|update|change|rename|move|edit"
-    r"|append|insert|commit|stage|reset|check ?out|switch|forget|erase|record|note|put|clear)\b",
+# A request that asks for a change opens with a verb of changing ("Remember that…", "Please
+# set…", "Can you add…"); "Show me the commit history" asks to be told, whatever its nouns.
+_CHANGE_VERBS = (
+    r"(?:set|create|add|remember|save|store|write|delete|remove|update|change|rename|move|edit"
+    r"|append|insert|commit|stage|reset|check ?out|switch|forget|erase|record|note|put|clear)"
+)
+_CHANGE = re.compile(rf"\b{_CHANGE_VERBS}\b", re.IGNORECASE)
+_CHANGE_ORDER = re.compile(
+    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|then|iris|jarvis|can you|could you|would you"
+    r"|will you|i want you to|i'd like you to|i want to|i'd like to|go ahead and|let's)\W+)*"
+    rf"{_CHANGE_VERBS}\b",
     re.IGNORECASE,
 )
-_WH_QUESTION = re.compile(r"^\W*(?:what|which|who|whose|when|where|why|how)\b", re.IGNORECASE)
 _CREATE = re.compile(r"\b(?:create|add|new|remember|save|store|note|record|append|insert|put)\b", re.I)
 _DELETE = re.compile(r"\b(?:delete|remove|forget|erase|reset|clear|drop|discard|undo)\b", re.I)
 # A tool whose name holds one of these verbs changes something (unless its server says it
@@ -197,8 +203,11 @@ class ToolPicker:
 
 
 def asks_change(text: str) -> bool:
-    """Whether ``text`` asks for a change: a verb of changing, and not a wh-question."""
-    return bool(_CHANGE.search(text)) and not _WH_QUESTION.match(text)
+    """Whether ``text`` asks for a change: it opens with a verb of changing (after a
+    greeting or "please", "can you"…). A question never does, and neither does a request
+    to be shown something that names one ("Show me the commit history": a tool shown for
+    it made a commit)."""
+    return bool(_CHANGE_ORDER.match(text))
 
 
 def changes_asked(text: str) -> int:

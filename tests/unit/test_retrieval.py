@@ -201,6 +201,7 @@ def test_tools_that_change_something_are_shown_only_for_a_request_for_that_kind_
     assert setting[0] == "data/sqlite/write_query" and "data/sqlite/create_table" not in setting
     # remembering creates; nothing is deleted unless the words say so
     assert names("Remember that Bob likes chess.") == ["memory/create_entities"]
+    assert "data/sqlite/write_query" not in names("Show the update history of the shop database.")
     assert "memory/delete_entities" in names("Forget everything you remember about Bob, delete it.")
 
 
@@ -224,6 +225,11 @@ def test_which_tools_write_by_their_names_unless_their_server_says_read_only():
     listed = Tool(spec, builtin("x", "x").handler, read_only=True)
     assert not writes(listed)
     assert asks_change("Set the stock to 100") and not asks_change("What did I set the stock to?")
+    assert asks_change("Please remember that Alice's favourite colour is green.")
+    assert asks_change("Can you add honey to the shop database?")
+    # a verb of changing used as a noun asks to be shown: no commit for "commit history"
+    assert not asks_change("Show me the commit history of the garden planner repo.")
+    assert not asks_change("Which notes did I record yesterday?")
 
 
 def test_a_tool_without_parameters_is_shown_after_a_close_one_that_takes_arguments():
