@@ -74,7 +74,9 @@ def found_nothing(text: str) -> bool:
     value is an empty list (MCP's memory server: ``{"entities": [], "relations": []}``).
     A query's ``[]`` is not: a row filter may have been written wrong, and the model can
     mend its query."""
-    data = _literal(text.strip()) if text.strip() else None
+    text = text.strip()
+    # short first: a file or a page that was read is never parsed on the event loop
+    data = _literal(text) if text and len(text) <= MAX_CHARS else None
     return isinstance(data, dict) and bool(data) and all(v == [] for v in data.values())
 
 
@@ -133,7 +135,8 @@ def say_done(*texts: str) -> str | None:
             said.append(one)
             continue
         for name, items in one:
-            stored.setdefault(name, []).extend(i for i in items if i not in stored.get(name, []))
+            known = stored.setdefault(name, [])
+            known.extend(i for i in items if i not in known)
     if stored:
         said.append(f"Saved: {'; '.join(f'{name}, {_and(items)}' for name, items in stored.items())}.")
     text = " ".join(said)
