@@ -98,9 +98,10 @@ class ChatLoop:
     def _native_tools(self) -> list[dict[str, Any]]:
         """The tools in Ollama's format, rendered again only when the registry changed (eager
         MCP servers add theirs after start); identical text keeps the server's prompt cache."""
-        names = tuple(self.registry.names())
+        listed = self.picker.listed()  # on-demand tools ride on the turns that need them
+        names = tuple(t.name for t in listed)
         if self._rendered is None or self._rendered[0] != names:
-            self._rendered = (names, render(self.registry.specs(), "ollama"))
+            self._rendered = (names, render([t.spec for t in listed], "ollama"))
         return self._rendered[1]
 
     def system_message(self) -> Message:
@@ -128,7 +129,7 @@ class ChatLoop:
         still go as ``tools``, so the cached prompt prefix stays the same."""
         if not constrained:
             return self.backend.stream(self._messages(turn, picked), tools)
-        shown = [*self.registry.specs(), *(t.spec for t in picked)]
+        shown = [*(t.spec for t in self.picker.listed()), *(t.spec for t in picked)]
         messages = self._messages(turn, picked, CHOICE_NOTE)
         reply = self.backend.stream(messages, tools, fmt=choice_schema(shown))  # type: ignore[call-arg]
         return chosen(reply, [s.name for s in shown], self._no_format)
@@ -217,7 +218,7 @@ class ChatLoop:
         clause = 0 if loop.said else self.first_clause_words  # only the turn's first piece
         # A claim of an action waits for the round's end: a call follows it, or it was untrue.
         acted = any(c["ok"] and not self.registry.read_only(c["name"]) for c in turn.trace.tool_calls)
-        shown = (*self.registry, *loop.picked)
+        shown = (*self.picker.listed(), *loop.picked)
         answered = _tool_answered(turn)
         topic = topic_words([str(t.meta.get("server_description", "")) for t in loop.picked])
         guard = ClaimGuard(

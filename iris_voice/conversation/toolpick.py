@@ -4,7 +4,8 @@ The server reuses its prompt cache only for the longest common prefix, and Qwen'
 template writes the ``tools`` parameter into the system block, before the history: a tool
 list that changed per turn would make the server read the whole history again (1,000
 tokens are 14 s on two cores). So the listed tools (built-in, eager MCP, the meta-tools)
-never change, and a turn's retrieved tools — lazy MCP tools, ranked by
+never change, and a turn's retrieved tools — lazy MCP tools and the built-ins few requests
+need (``Tool.on_demand``: pausing, resuming, adjusting a timer), ranked by
 ``tools.retrieval.ToolIndex`` — are written into that turn's user message, in the same
 ``<tools>`` form the template uses. The history keeps the user's words only, so the next
 turn's prefix is what the server saw (up to this turn).
@@ -23,7 +24,7 @@ from typing import Any
 from iris_voice.config import RetrievalConfig
 from iris_voice.conversation.history import Message
 from iris_voice.tools.examples import with_example
-from iris_voice.tools.registry import Tool, ToolRegistry
+from iris_voice.tools.registry import Tool, ToolRegistry, about
 from iris_voice.tools.render import render
 from iris_voice.tools.repair import asks_conversion
 from iris_voice.tools.retrieval import ToolIndex
@@ -140,8 +141,19 @@ class ToolPicker:
             self._index = (names, ToolIndex(tools))
         return self._index[1]
 
+    def listed(self) -> list[Tool]:
+        """The tools every turn lists (in the cached prefix): the registry's listed tools,
+        less those retrieval shows on demand (``Tool.on_demand``) when it runs."""
+        return [t for t in self.registry if not (self.cfg.enabled and t.on_demand)]
+
+    def candidates(self) -> list[Tool]:
+        """The tools a turn may be shown beside the listed ones: the hidden ones and, when
+        retrieval runs, the on-demand ones."""
+        demand = [t for t in self.registry if t.on_demand] if self.cfg.enabled else []
+        return [*demand, *self.registry.hidden()]
+
     def pick(self, text: str, history: list[Message]) -> list[Tool]:
-        """The hidden tools to show for ``text``: the best-ranked ones above the score
+        """The hidden (and on-demand) tools to show for ``text``: the best-ranked ones above the score
         floor that a listed tool does not already serve, else those the previous turn called.
 
         A listed tool already serves a request when it matches nearly as well
@@ -154,21 +166,29 @@ class ToolPicker:
         shop database?" never sees ``create_table``, "remember that Bob likes chess" not
         ``delete_observations``.
         """
-        if not self.cfg.enabled or not self.registry.hidden():
+        hidden = {t.name: t for t in self.candidates()}
+        if not self.cfg.enabled or not hidden:
             return []
-        hidden = {t.name: t for t in self.registry.hidden()}
-        listed = {t.name for t in self.registry}
+        listed = {t.name for t in self.listed()}
         ranked = self.index().rank(text)
         best_listed = max([0.0, *(s.score for s in ranked if s.name not in hidden)])
         if asks_conversion(text):  # the listed clock tells the time now, not at 8 am in New York
             best_listed = 0.0
         floor = max(self.cfg.min_score, best_listed / LISTED_SERVES)
+        # An on-demand tool is a listed one's sibling: shown for a request about what it
+        # does ("pause the pasta timer", never "hold on") that it matches better than any
+        # listed tool. No score floor: with the built-ins alone (no MCP server) every word
+        # is common and scores stay low.
         change = asks_change(text)
         picked = [
             hidden[s.name]
             for s in ranked
             if s.name in hidden
-            and s.score >= floor
+            and (
+                s.score > best_listed and about(hidden[s.name], text)
+                if hidden[s.name].on_demand
+                else s.score >= floor
+            )
             and s.name.rpartition("/")[2] not in listed
             and (not writes(hidden[s.name]) or (change and licensed(hidden[s.name], text)))
         ]

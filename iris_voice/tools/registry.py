@@ -137,6 +137,10 @@ class Tool:
     say: Callable[[str], str | None] | None = None
     """Says a result without a model round when a listener understands it as it is (an MCP
     tool's "price: 4.5"): the sentence, or None to let the model phrase it."""
+    on_demand: bool = False
+    """Few requests need it (pausing a timer): where retrieval picks tools per turn
+    (``[retrieval]``, native tool calls) it is shown only on a turn it is picked for, like a
+    lazy MCP tool, and costs the other turns' prompts nothing; listed everywhere else."""
 
     @property
     def name(self) -> str:
@@ -156,6 +160,7 @@ def tool_from_function(
     grounded: GroundingCheck | None = None,
     asks: str = "",
     repair: ArgumentRepair | None = None,
+    on_demand: bool = False,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -172,6 +177,7 @@ def tool_from_function(
         grounded=grounded,
         asks=asks,
         repair=repair,
+        on_demand=on_demand,
     )
 
 
@@ -373,13 +379,17 @@ class ToolRegistry:
         return done(True, text, shown, tool.direct_return, said=said)
 
 
+def about(tool: Tool, request: str) -> bool:
+    """Whether the user's words are about what ``tool`` does: they hold one of its ``asks``
+    words (else one of its ``words``)."""
+    return any(
+        re.search(rf"\b(?:{w})\b", request, re.IGNORECASE)
+        for w in ((tool.asks,) if tool.asks else tool.words)
+    )
+
+
 def refusal(tool: Tool, request: str, ask: str) -> str:
     """What to say for a refused call: the tool's question when the user's words are about
     what the tool does ("set a timer" → "How long should the timer run?"), else ``CANNOT``
     ("turn on the lamp" never asked for a timer, "heating up to twenty one degrees" neither)."""
-    if any(
-        re.search(rf"\b(?:{w})\b", request, re.IGNORECASE)
-        for w in ((tool.asks,) if tool.asks else tool.words)
-    ):
-        return ask
-    return CANNOT
+    return ask if about(tool, request) else CANNOT

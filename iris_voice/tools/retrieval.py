@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from iris_voice.tools.registry import Tool
 
 _STOP = frozenset(
-    "a an and are as at be by can could do does for from get give how i if in into is it its "
-    "me my of on or please tell than that the their then there these this to us was we what "
-    "when where which who will with would you your yours".split()
+    "a an and any are as at be by can could do does for from get give got had has have how i if "
+    "in into is it its me my of on or please tell than that the their then there these this to "
+    "us was we what when where which who will with would you your yours".split()
 )
 _K1, _B = 1.2, 0.75  # Okapi BM25's usual constants
 _NAME_WEIGHT = 2  # a word of the tool's own name counts twice: it is what the tool is

@@ -182,7 +182,7 @@ async def run_config(name: str, host: str, model: str, state: Path, halves, coun
                 f"MCP servers not ready: {[(c.name, c.last_error) for c in app.mcp.connections.values()]}"
             )
         registry = app.registry
-        listed = count(tools_text([t.spec for t in registry]))
+        listed = count(tools_text([t.spec for t in app.responder.chat.picker.listed()]))
         hint = count(app.cfg.llm.system_prompt) - count(LlmConfig().system_prompt)
         await app.responder.warmup()
         names = registry.callable_names()
@@ -321,7 +321,7 @@ async def static(configs, halves, count, state: Path) -> int:
             if app.mcp is not None:
                 await app.mcp.wait_ready(90)
             reg, picker = app.registry, app.responder.chat.picker
-            listed = count(tools_text([t.spec for t in reg])) + count(app.cfg.llm.system_prompt)
+            listed = count(tools_text([t.spec for t in picker.listed()])) + count(app.cfg.llm.system_prompt)
             listed -= count(LlmConfig().system_prompt)
             hidden = {t.name for t in reg.hidden()}
             for half_name, half in halves:

@@ -187,23 +187,29 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         tool_from_function(
             f,
             direct_return=True,
-            words=WORDS,
+            words=(*WORDS, *_OWN_WORDS.get(f.__name__, ())),
             asks=ASKS,
             intents=_intents_of(f.__name__),
             grounded=checks.get(f.__name__),
             repair=drop_unsaid_label if f is set_timer else None,
             read_only=f is list_timers,
+            on_demand=f in (adjust_timer, pause_timer, resume_timer),
         )
         for f in tools
     ]
 
 
 # -- the fast path: sentences that ask for a timer tool --------------------------------------
-WORDS = (
-    r"timers?|alarms?|remind\w*|schedule|cancel|stop|pause|resume|minutes?|seconds?|hours?",
-    NUMBER_WORDS,
-)
+WORDS = (r"timers?|alarms?|remind\w*|schedule|minutes?|seconds?|hours?", NUMBER_WORDS)
 """Words that suggest a timer or reminder (boost's "may need a tool" check)."""
+_OWN_WORDS = {
+    "cancel_timer": (r"cancel|stop|delete|remove|clear",),
+    "pause_timer": (r"pause|hold|freeze",),
+    "resume_timer": (r"resume|continue|unpause|restart",),
+    "adjust_timer": (r"add|more|extend|longer|shorter|less",),
+}
+"""Each tool's own verbs, beside ``WORDS``: what tells retrieval which timer tool a request
+is for ("pause the pasta timer"; ``Tool.on_demand``)."""
 ASKS = r"timers?|alarms?|remind\w*|countdowns?|minutes?|seconds?|hours?"
 """Words that make a request about timers: only then does a refused call ask about one
 (a number alone, "a table for two", "pause the music", never does)."""
