@@ -19,7 +19,7 @@ from __future__ import annotations
 from iris_voice.conversation.honest import orders_action
 from iris_voice.conversation.toolpick import asks_change, changes_asked, writes
 from iris_voice.llm.sentences import split_sentences
-from iris_voice.tools.mcp.saying import found_nothing, say_done
+from iris_voice.tools.mcp.saying import found_nothing, say_done, say_known_about
 from iris_voice.tools.registry import NOTHING_FOUND, ToolRegistry, ToolResult, spoken
 
 
@@ -54,6 +54,10 @@ def said_results(
                 # Asked "what do you remember about Alice?", the model explained an empty
                 # answer with a memory of its own ("a young girl who loved dolls").
                 said.append(NOTHING_FOUND)
+            elif tool.say is not None and (known := say_known_about(r.result, request)):
+                # The whole memory, read for "what do you know about Anna?": what it holds
+                # of Anna (the model read it and asked again with open_nodes).
+                said.append(known)
             else:
                 return None
         elif tool.say is not None and one_change:  # ``Tool.say`` set: ``mcp.say_results``

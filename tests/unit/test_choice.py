@@ -139,10 +139,12 @@ async def test_a_turn_with_retrieved_tools_chooses_in_json_and_keeps_the_cached_
     assert asked["content"].startswith("How much") and CHOICE_NOTE not in asked["content"]
     first = backend.requests[0]
     names = {b["properties"]["tool"]["const"] for b in first["fmt"]["anyOf"]}
-    assert names == {*builtin_registry().names(), "data/sqlite/read_query", NONE}
+    # the tools shown: the listed built-ins (not those shown on demand) and the retrieved one
+    listed = [t.name for t in builtin_registry() if not t.on_demand]
+    assert names == {*listed, "data/sqlite/read_query", NONE}
     assert first["messages"][-1]["content"].endswith(CHOICE_NOTE)
     # the listed tools go as before: the server's cached prefix is the same with or without a choice
-    assert [t["function"]["name"] for t in first["tools"]] == builtin_registry().names()
+    assert [t["function"]["name"] for t in first["tools"]] == listed
     # a turn retrieval adds nothing to is not constrained (llm.choice = "retrieved")
     await ask(it, "Hello!")
     assert (

@@ -13,7 +13,14 @@ from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.chat import ChatLoop
 from iris_voice.conversation.history import Bounds, Conversation
 from iris_voice.conversation.responder import Assistant, ask
-from iris_voice.tools.mcp.saying import MAX_CHARS, found_nothing, listing_label, say_done, say_result
+from iris_voice.tools.mcp.saying import (
+    MAX_CHARS,
+    found_nothing,
+    listing_label,
+    say_done,
+    say_known_about,
+    say_result,
+)
 from iris_voice.tools.registry import NOTHING_FOUND, Tool, ToolRegistry, ToolSpec
 from tests.support.fakes import ScriptedBackend
 
@@ -299,9 +306,42 @@ async def test_a_lookup_that_found_nothing_is_said_so_in_one_round():
     assert trace.rounds == 1 and len(backend.requests) == 1
 
 
-async def test_after_an_earlier_answer_an_empty_lookup_goes_to_the_model():
-    # read_graph takes no parameters: it says what it lists, so the whole graph goes to the model
+BOB = {"entities": [{"type": "entity", "name": "Bob", "observations": ["likes chess"]}], "relations": []}
+
+
+@pytest.mark.parametrize(
+    ("request_", "said"),
+    [
+        ("Recall what you know about my sister Anna.", "Anna: birthday May 3rd. Anna sister of Tom."),
+        ("What do you know about Tom?", "Anna sister of Tom."),  # a relation names him
+        ("Tell me about Bob.", None),  # not in this memory: the model says so
+        ("What do you remember?", None),  # no name asked for: the whole memory is the model's
+        ("Anything about birthdays?", None),
+    ],
+)
+def test_what_a_whole_memory_holds_of_a_name_asked_for_is_said(request_, said):
+    assert say_known_about(json.dumps(GRAPH, indent=2), request_) == said
+    event = {"entities": [{"name": "Anna's birthday", "entityType": "event", "observations": ["May 3rd"]}]}
+    assert say_known_about(json.dumps(event), "Recall what you know about my sister Anna.") == (
+        "Anna's birthday: May 3rd."
+    )
+    assert say_known_about('[{"name": "Anna"}]', "What about Anna?") is None  # not a memory's answer
+
+
+async def test_a_whole_memory_read_for_a_name_is_said_in_one_round_and_the_model_sees_it():
     whole = shop(json.dumps(GRAPH, indent=2), name="memory/read_graph").hidden()[0]
+    reg = ToolRegistry([], hidden=[replace(whole, say=partial(say_result, label="graph"))])
+    backend = ScriptedBackend([("memory/read_graph", {})], "Anna was born in May.", "You're welcome.")
+    it = assistant(backend, reg)
+    trace = await ask(it, "Recall what you know about my sister Anna.")
+    assert trace.reply == "Anna: birthday May 3rd. Anna sister of Tom." and trace.rounds == 1
+    await ask(it, "Thanks!")
+    assert any("birthday May 3rd" in str(m.get("content")) for m in backend.requests[-1]["messages"])
+
+
+async def test_after_an_earlier_answer_an_empty_lookup_goes_to_the_model():
+    # read_graph takes no parameters: the whole graph, without the name asked for, goes to the model
+    whole = shop(json.dumps(BOB, indent=2), name="memory/read_graph").hidden()[0]
     reg = ToolRegistry([], hidden=[replace(whole, say=partial(say_result, label="graph"))])
     reg.register(shop(EMPTY, name="memory/open_nodes").hidden()[0], hidden=True)
     first = [("memory/read_graph", {})]

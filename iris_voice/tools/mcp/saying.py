@@ -26,6 +26,8 @@ from iris_voice.tools.builtin.clock import clock_words, day_words, zone_city
 
 MAX_CHARS = 300
 """Longest result said without the model: beyond it a listener needs a summary."""
+MAX_GRAPH_CHARS = 20_000
+"""Longest whole memory searched for the names a request asks about (``say_known_about``)."""
 MAX_MOMENTS_CHARS = 1000
 """Longest JSON read for a time in a zone (a conversion is ~400 characters indented)."""
 MAX_LINES = 8
@@ -55,6 +57,8 @@ _DONE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _NAME_KEYS = ("name", "entityName", "title")
+_NAME_WORD = re.compile(r"\b[A-Z][a-z]+\b")
+_NOT_NAMES = frozenset({"i", "iris", "jarvis", "hey", "please"})
 MAX_DONE_CHARS = 120
 """Longest line of success said as it is."""
 
@@ -251,6 +255,30 @@ def _say_known(data: Any) -> str | None:
     if not facts or len(facts) > MAX_ROWS or len(said) > MAX_CHARS or _UNSAYABLE.search(said):
         return None
     return said
+
+
+def say_known_about(text: str, request: str) -> str | None:
+    """What a whole memory (``read_graph``, answered with everything) holds of the names
+    ``request`` asks about: "Recall what you know about my sister Anna." → "Anna's
+    birthday: May 3rd." — the records whose name holds a capitalised word of the request
+    (not its first), and the relations of those names; None when the request names no one,
+    nothing matches or the result is not a memory's (the model reads it)."""
+    text = text.strip()
+    names = {w.lower() for w in _NAME_WORD.findall(request.split(maxsplit=1)[-1])} - _NOT_NAMES
+    if not names or not text or len(text) > MAX_GRAPH_CHARS:
+        return None
+    data = _literal(text)
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        return None
+
+    def named(name: object) -> bool:
+        words = re.findall(r"[a-z]+", str(name).lower().replace("'s", ""))
+        return isinstance(name, str) and bool(names & set(words))
+
+    records = [r for v in data.values() for r in v if isinstance(r, dict)]
+    found = [r for r in records if any(named(r.get(k)) for k in _NAME_KEYS)]
+    found += [r for r in records if named(r.get("from")) or named(r.get("to"))]
+    return _say_known({"found": found}) if found else None
 
 
 def _flat_rows(value: Any) -> bool:
