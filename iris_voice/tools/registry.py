@@ -71,8 +71,9 @@ GroundingCheck = Callable[[str, dict[str, Any]], Awaitable[str | None]]
 the timer run?"). A model may invent a duration or a timer to cancel; this check is IRIS's,
 not the model's."""
 ArgumentRepair = Callable[[str, dict[str, Any]], dict[str, Any]]
-"""``repair(request, arguments)``: the raw ``arguments`` with what the user did not say
-taken out (a timer name nobody said: "breakfast" for "start a timer for one hour")."""
+"""``repair(request, arguments)``: the raw ``arguments`` mended to the user's words: what
+they did not say taken out (a timer name nobody said: "breakfast" for "start a timer for
+one hour"), or what they did say put back ("at 6 pm" for a reminder "in 6 hours")."""
 CANNOT = "Sorry, I can't do that."
 """What IRIS says when it refuses a call the user's words do not ask for."""
 NOTHING_FOUND = "I found nothing for that."
@@ -132,8 +133,8 @@ class Tool:
     only then is a refused call's question asked ("How long should the timer run?"), never
     for words that merely could be ("twenty one degrees"); empty: ``words``."""
     repair: ArgumentRepair | None = None
-    """Takes out of a call's arguments what the user's words do not hold, before the
-    grounding check (see ``ArgumentRepair``); None leaves them as the model wrote them."""
+    """Mends a call's arguments to the user's words before the grounding check (see
+    ``ArgumentRepair``); None leaves them as the model wrote them."""
     say: Callable[[str], str | None] | None = None
     """Says a result without a model round when a listener understands it as it is (an MCP
     tool's "price: 4.5"): the sentence, or None to let the model phrase it."""

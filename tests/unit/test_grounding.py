@@ -200,17 +200,6 @@ def test_second_is_the_unit_not_the_ordinal():
     [
         # the user names the tea timer: "last" (here the pasta one) is a guess
         ("Get rid of the tea timer.", "cancel_timer", {"which": "last"}),
-        # "more" never takes time off
-        (
-            "Give the pasta timer two more minutes.",
-            "adjust_timer",
-            {"duration": "-2 minutes", "which": "pasta"},
-        ),
-        (
-            "Take two minutes off the pasta timer.",
-            "adjust_timer",
-            {"duration": "2 minutes", "which": "pasta"},
-        ),
     ],
 )
 async def test_a_guess_beside_what_the_user_named_is_refused(request_, name, args):
@@ -240,3 +229,49 @@ async def test_raw_json_from_a_tool_is_not_spoken_when_the_model_says_nothing():
 
 def test_a_copied_tool_error_is_not_spoken():
     assert unspeakable("Error: Access denied - path outside allowed directories.", [])
+
+
+@pytest.mark.parametrize(
+    ("request_", "duration", "left"),
+    [
+        ("Give the pasta timer two more minutes.", "-2 minutes", "10 minutes"),  # "more" adds
+        ("Give the pasta timer two more minutes.", "2 minutes", "10 minutes"),
+        ("Take two minutes off the pasta timer.", "2 minutes", "6 minutes"),  # "off" takes off
+        ("Change the pasta timer by minus two minutes.", "-2 minutes", "6 minutes"),
+    ],
+)
+async def test_a_change_runs_the_way_the_words_say(request_, duration, left):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    args = {"duration": duration, "which": "pasta"}
+    result = await registry.call("adjust_timer", args, request=request_)
+    assert result.ok and not result.refusal and left in result.result, result.result
+
+
+@pytest.mark.parametrize(
+    ("request_", "when", "said"),
+    [
+        ("Remind me to water the plants at 6 pm.", "in 6 hours", "at 6 pm"),
+        ("Remind me to water the plants at 6 pm.", "18:00", "at 6 pm"),  # right already
+        ("Remind me to call mom tomorrow at 9.", "at 9", "tomorrow at 9"),  # not tonight's 9
+        ("Remind me to call mom in 2 hours.", "at 2", "in 2 hours"),
+    ],
+)
+async def test_a_reminder_is_set_for_the_moment_the_words_name(request_, when, said):
+    result = await builtin_registry().call("set_reminder", {"when": when, "message": "x"}, request=request_)
+    # the same reminder as one set with the user's own words (on a registry of its own)
+    right = await builtin_registry().call("set_reminder", {"when": said, "message": "x"}, request=request_)
+    assert result.ok and right.ok and result.result == right.result, (result.result, right.result)
+
+
+@pytest.mark.parametrize(
+    ("request_", "when"),
+    [
+        ("Book a table for two tonight.", "8 pm"),  # no reminder asked for: refused, not mended
+        ("Remind me at 5 pm to call in 2 hours.", "in 6 hours"),  # two moments: which is asked
+        ("Remind me to call mom.", "in 1 hour"),
+    ],
+)
+async def test_a_reminder_time_nobody_said_is_not_mended_into_one(request_, when):
+    result = await builtin_registry().call("set_reminder", {"when": when, "message": "x"}, request=request_)
+    assert not result.ok and result.refusal

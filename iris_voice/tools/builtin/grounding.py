@@ -12,7 +12,9 @@ room timer. Before such a call runs, IRIS (not the model) checks it against the 
   must speak of timers (``all`` only when it says all, every or both);
 - a new timer's name keeps only the words the user said: "Start a timer for one hour." is
   no "breakfast" timer, "Put a 45 second timer on." no "pasta" one (``said_label``, a
-  repair: the timer still runs, without the made-up name).
+  repair: the timer still runs, without the made-up name); a change's sign is the one the
+  words give ("two more minutes" adds, ``sign_as_said``), a reminder's time the one moment
+  they name ("at 6 pm", never "in 6 hours": ``when_as_said``).
 
 Each check answers None (run the call) or the question to ask instead. This module is
 not a tool family (it has no ``provide``); ``timers`` attaches the checks to its tools.
@@ -26,7 +28,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from iris_voice.timers.parse import parse_duration, resolve_when
-from iris_voice.tools.registry import GroundingCheck
+from iris_voice.tools.registry import ArgumentRepair, GroundingCheck
 from iris_voice.tools.spoken import digits
 
 _MAX_RUN = 7  # words in the longest duration or time people say ("an hour and a half from now")
@@ -41,6 +43,7 @@ _TIME_WORD = re.compile(
 _FILLER = re.compile(r"\b(?:more|extra|additional|another|further|longer)\b")
 TIMER_WORDS = re.compile(r"\b(?:timers?|reminders?|alarms?|countdowns?)\b", re.IGNORECASE)
 """Words that make a request speak of timers."""
+_REMIND = re.compile(r"\b(?:remind\w*|alarms?)\b", re.IGNORECASE)
 _ALL = re.compile(r"\b(?:all|every|everything|both)\b", re.IGNORECASE)
 _REFERENCES = re.compile(r"^\s*(?:|last|the last one|latest|\d+|#\d+|first|second|third|it|that|this)\s*$")
 _ARTICLES = re.compile(r"^(?:the|my|a|an|our)\s+|\s+(?:timers?|reminders?|alarms?)$", re.IGNORECASE)
@@ -82,25 +85,83 @@ def said_moments(text: str, now: datetime) -> set[float]:
     return found
 
 
+def moment_said(request: str, now: datetime) -> str | None:
+    """The words of ``request`` that name a moment, the longest such run ("tomorrow at 9",
+    not its "at 9"); None when they name none, or two apart ("at 5 … in 2 hours")."""
+    found: list[tuple[str, float]] = []
+    for run in _runs(request):
+        if not (_TIME_WORD.search(run) or _UNIT.search(run)):
+            continue
+        try:
+            found.append((run, resolve_when(run, now).moment.timestamp()))
+        except ValueError:
+            continue
+    if not found:
+        return None
+    longest, stamp = max(found, key=lambda f: len(f[0]))
+    # "at 6" inside "at 6 pm" is a part of it; another time elsewhere is a second moment
+    if any(other != stamp and run not in longest for run, other in found):
+        return None
+    return longest
+
+
+def when_as_said(tz: tzinfo, now: Callable[[], float]) -> ArgumentRepair:
+    """``set_reminder``'s repair: a time the user did not say ("in 6 hours" for "at 6 pm")
+    becomes the one they did, when they asked to be reminded and their words name one
+    moment ("book a table for two tonight" asks for no reminder: refused, not mended)."""
+
+    def repair(request: str, args: dict[str, Any]) -> dict[str, Any]:
+        if not _REMIND.search(request):
+            return args
+        moment = datetime.fromtimestamp(now(), tz)
+        said = moment_said(request, moment)
+        if said is None:
+            return args
+        try:
+            wanted = resolve_when(str(args.get("when", "")), moment).moment.timestamp()
+            if abs(wanted - resolve_when(said, moment).moment.timestamp()) < 61:
+                return args
+        except ValueError:
+            pass
+        return {**args, "when": said}
+
+    return repair
+
+
 _MORE = re.compile(r"\b(?:more|add|extra|additional|another|longer|plus|extend)\b", re.IGNORECASE)
 _LESS = re.compile(r"\b(?:less|take|remove|off|minus|shorter|subtract|reduce)\b", re.IGNORECASE)
 
 
-def _duration_grounded(request: str, duration: Any, signed: bool = False) -> bool:
-    """The duration is one the request states; with ``signed`` (adjust_timer), its sign also
-    agrees with the request's words ("two more minutes" never takes time off)."""
-    raw = str(duration)
-    text = re.sub(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", "", raw, flags=re.IGNORECASE)
+_NEGATIVE = re.compile(r"^\s*(?:-|minus\b|less\b|remove\b|take\b)\s*", re.IGNORECASE)
+
+
+def _way(request: str) -> int:
+    """Which way the request's words change a timer: 1 adds time, -1 takes it off, 0 unsaid."""
+    more, less = bool(_MORE.search(request)), bool(_LESS.search(request))
+    return 0 if more == less else 1 if more else -1
+
+
+def sign_as_said(request: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``adjust_timer``'s arguments with the duration's sign the request's words give: the
+    small model wrote "-2 minutes" for "give the pasta timer two more minutes" (the
+    grounding check refused it and asked how much time to add)."""
+    raw = args.get("duration")
+    if not isinstance(raw, str) or not (way := _way(request)):
+        return args
+    text = _NEGATIVE.sub("", raw)
+    if (text != raw) == (way < 0):
+        return args
+    return {**args, "duration": text if way > 0 else f"-{text}"}
+
+
+def _duration_grounded(request: str, duration: Any) -> bool:
+    """The duration, without its sign, is one the request states (the sign is mended to
+    the request's words before: ``sign_as_said``)."""
+    text = _NEGATIVE.sub("", str(duration))
     try:
         wanted = parse_duration(text)
     except ValueError:
         return True  # the tool itself says what is wrong, and nothing runs
-    if signed:
-        negative = text != raw
-        if (negative and _MORE.search(request) and not _LESS.search(request)) or (
-            not negative and _LESS.search(request) and not _MORE.search(request)
-        ):
-            return False
     return any(abs(wanted - said) < 1 for said in said_durations(request))
 
 
@@ -163,7 +224,7 @@ def timer_checks(
         return "How long should the timer run?"
 
     async def adjust_timer(request: str, args: dict[str, Any]) -> str | None:
-        if not _duration_grounded(request, args.get("duration"), signed=True):
+        if not _duration_grounded(request, args.get("duration")):
             return "How much time should I add or take off?"
         return await _which(request, args)
 

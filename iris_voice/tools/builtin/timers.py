@@ -29,7 +29,7 @@ from iris_voice.timers.parse import (
 from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
-from iris_voice.tools.builtin.grounding import drop_unsaid_label, timer_checks
+from iris_voice.tools.builtin.grounding import drop_unsaid_label, sign_as_said, timer_checks, when_as_said
 from iris_voice.tools.intents import Action, IntentHandler, Slots, words
 from iris_voice.tools.registry import Tool, tool_from_function
 from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
@@ -182,6 +182,12 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
 
     # Calls with side effects run only when the user's words ask for them (grounding).
     checks = timer_checks(labels, tz, lambda: service.clock.now())
+    # A call's arguments mended to the user's words before the checks (see ``grounding``).
+    repairs = {
+        "set_timer": drop_unsaid_label,
+        "adjust_timer": sign_as_said,
+        "set_reminder": when_as_said(tz, lambda: service.clock.now()),
+    }
     tools = (set_timer, list_timers, cancel_timer, adjust_timer, pause_timer, resume_timer, set_reminder)
     return [
         tool_from_function(
@@ -191,7 +197,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             asks=ASKS,
             intents=_intents_of(f.__name__),
             grounded=checks.get(f.__name__),
-            repair=drop_unsaid_label if f is set_timer else None,
+            repair=repairs.get(f.__name__),
             read_only=f is list_timers,
             on_demand=f in (adjust_timer, pause_timer, resume_timer),
         )
