@@ -43,7 +43,7 @@ _TIME_WORD = re.compile(
 _FILLER = re.compile(r"\b(?:more|extra|additional|another|further|longer)\b")
 TIMER_WORDS = re.compile(r"\b(?:timers?|reminders?|alarms?|countdowns?)\b", re.IGNORECASE)
 """Words that make a request speak of timers."""
-_REMIND = re.compile(r"\b(?:remind\w*|alarms?)\b", re.IGNORECASE)
+_REMIND = re.compile(r"\bremind\w*", re.IGNORECASE)
 _ALL = re.compile(r"\b(?:all|every|everything|both)\b", re.IGNORECASE)
 _REFERENCES = re.compile(r"^\s*(?:|last|the last one|latest|\d+|#\d+|first|second|third|it|that|this)\s*$")
 _ARTICLES = re.compile(r"^(?:the|my|a|an|our)\s+|\s+(?:timers?|reminders?|alarms?)$", re.IGNORECASE)
