@@ -326,6 +326,8 @@ def test_what_a_whole_memory_holds_of_a_name_asked_for_is_said(request_, said):
         "Anna's birthday: May 3rd."
     )
     assert say_known_about('[{"name": "Anna"}]', "What about Anna?") is None  # not a memory's answer
+    bare = {"entities": [{"name": "Anna", "entityType": "person", "observations": []}, *event["entities"]]}
+    assert say_known_about(json.dumps(bare), "What do you know about Anna?") == "Anna's birthday: May 3rd."
 
 
 async def test_a_whole_memory_read_for_a_name_is_said_in_one_round_and_the_model_sees_it():

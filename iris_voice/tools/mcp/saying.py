@@ -276,7 +276,8 @@ def say_known_about(text: str, request: str) -> str | None:
         return isinstance(name, str) and bool(names & set(words))
 
     records = [r for v in data.values() for r in v if isinstance(r, dict)]
-    found = [r for r in records if any(named(r.get(k)) for k in _NAME_KEYS)]
+    # a record under the name with nothing stored in it ("Anna", a person) says nothing
+    found = [r for r in records if any(named(r.get(k)) for k in _NAME_KEYS) and _stored(r)]
     found += [r for r in records if named(r.get("from")) or named(r.get("to"))]
     return _say_known({"found": found}) if found else None
 
