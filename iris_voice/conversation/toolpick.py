@@ -27,7 +27,7 @@ from iris_voice.tools.examples import with_example
 from iris_voice.tools.registry import Tool, ToolRegistry, about
 from iris_voice.tools.render import render
 from iris_voice.tools.repair import asks_conversion
-from iris_voice.tools.retrieval import ToolIndex
+from iris_voice.tools.retrieval import ToolIndex, words
 
 log = logging.getLogger(__name__)
 _FOLLOW_UP = re.compile(r"^\W*(?:and|also|now|then|what about|how about|same for)\b", re.IGNORECASE)
@@ -177,15 +177,21 @@ class ToolPicker:
         floor = max(self.cfg.min_score, best_listed / LISTED_SERVES)
         # An on-demand tool is a listed one's sibling: shown for a request about what it
         # does ("pause the pasta timer", never "hold on") that it matches better than any
-        # listed tool. No score floor: with the built-ins alone (no MCP server) every word
-        # is common and scores stay low.
+        # listed tool, on a word that best listed tool does not have ("put a 45 second timer
+        # on" matches the short pause_timer better on "second", a word of set_timer's too).
+        # No score floor: with the built-ins alone (no MCP server) scores stay low.
+        index, asked = self.index(), set(words(text))
+        rival = next((s.name for s in ranked if s.name not in hidden and s.score > 0), None)
+        shared = index.terms(rival) if rival else set()
         change = asks_change(text)
         picked = [
             hidden[s.name]
             for s in ranked
             if s.name in hidden
             and (
-                s.score > best_listed and about(hidden[s.name], text)
+                s.score > best_listed
+                and about(hidden[s.name], text)
+                and bool(asked & (index.terms(s.name) - shared))
                 if hidden[s.name].on_demand
                 else s.score >= floor
             )

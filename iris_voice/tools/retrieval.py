@@ -110,6 +110,10 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self.names)
 
+    def terms(self, name: str) -> set[str]:
+        """The index terms of the tool called ``name`` (empty for a tool not indexed)."""
+        return set(self._docs[self.names.index(name)]) if name in self.names else set()
+
     def rank(self, request: str) -> list[Scored]:
         """Every indexed tool, best first, scored against ``request``."""
         query = set(words(request))

@@ -54,6 +54,9 @@ def test_the_tools_few_requests_need_are_listed_only_where_no_retriever_runs():
         ("Set a tea timer for 3 minutes.", []),
         ("Cancel the pasta timer.", []),
         ("How long is left on the pasta timer?", []),
+        # the short pause_timer and adjust_timer score higher on "second", a word of the
+        # listed set_timer's too: no word of their own is said
+        ("Put a 20 second timer on.", []),
         # the tool's own word, but nothing about timers
         ("Hold on.", []),
         ("Can you continue the story?", []),
