@@ -76,6 +76,10 @@ they did not say taken out (a timer name nobody said: "breakfast" for "start a t
 one hour"), or what they did say put back ("at 6 pm" for a reminder "in 6 hours")."""
 CANNOT = "Sorry, I can't do that."
 """What IRIS says when it refuses a call the user's words do not ask for."""
+NOT_ASKED = "Not needed: this is a question, not a request to do anything. Answer it from what you know, in words."
+"""Why a call with side effects made for a question nobody asked it for is not run (the
+model reads it and answers in words)."""
+_QUESTION = re.compile(r"^\W*(?:who|whom|whose|what|when|where|why|how|which)\b", re.IGNORECASE)
 NOTHING_FOUND = "I found nothing for that."
 """What IRIS says when a tool that looks something up found nothing."""
 _NOTE = re.compile(r"\s*\([^()]*\)")
@@ -361,6 +365,8 @@ class ToolRegistry:
                 log.info("refused %s(%s): not grounded in %r", name, args, request)
                 if tool.read_only:  # nothing would change: the model reads why and answers in words
                     return done(False, f"Error: not run: {ask}", args)
+                if questions(tool, request):  # "who wrote Pride and Prejudice?" set no reminder
+                    return done(False, f"Error: not run: {NOT_ASKED}", args)
                 return done(False, f"Error: not done: {ask}", args, refusal=refusal(tool, request, ask))
         try:
             if inspect.iscoroutinefunction(tool.handler):
@@ -387,6 +393,13 @@ def about(tool: Tool, request: str) -> bool:
         re.search(rf"\b(?:{w})\b", request, re.IGNORECASE)
         for w in ((tool.asks,) if tool.asks else tool.words)
     )
+
+
+def questions(tool: Tool, request: str) -> bool:
+    """Whether ``request`` is a question ("who…", "what…", "how…") about something other
+    than what ``tool`` does: a refused call of it is the model's to answer in words, not a
+    request IRIS cannot serve."""
+    return bool(_QUESTION.match(request)) and not about(tool, request)
 
 
 def refusal(tool: Tool, request: str, ask: str) -> str:

@@ -12,7 +12,7 @@ from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.tools.builtin.clock import UNASKED
 from iris_voice.tools.builtin.grounding import said_durations, said_moments
-from iris_voice.tools.registry import CANNOT
+from iris_voice.tools.registry import CANNOT, NOT_ASKED
 from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
@@ -157,6 +157,28 @@ async def test_an_unasked_clock_call_goes_back_to_the_model_which_answers_in_wor
     assert len(backend.requests) == 2 and not trace.tool_calls[0]["ok"]
     sent = backend.requests[1]["messages"][-1]
     assert sent["role"] == "tool" and UNASKED in sent["content"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        ("Who wrote Pride and Prejudice?", "set_reminder", {"when": "in 2 hours", "message": "read it"}),
+        ("What is the capital of Peru?", "set_timer", {"duration": "1 minute", "label": "peru"}),
+        ("How do you say thanks in Spanish?", "cancel_timer", {"which": "all"}),
+    ],
+)
+async def test_a_call_with_side_effects_for_a_question_goes_back_to_the_model(request_, name, args):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    before = (await registry.call("list_timers", {})).result
+    backend = ScriptedBackend([(name, args)], "An answer in words.")
+    trace = await ask(chat_assistant(backend, registry), request_)
+    # nothing ran, nothing was refused aloud: the model read why and answered in words
+    assert trace.reply == "An answer in words." and "refused" not in trace.extra
+    assert len(backend.requests) == 2 and not trace.tool_calls[0]["ok"]
+    sent = backend.requests[1]["messages"][-1]
+    assert sent["role"] == "tool" and NOT_ASKED in sent["content"]
+    assert (await registry.call("list_timers", {})).result == before
 
 
 @pytest.mark.parametrize(
