@@ -76,7 +76,9 @@ they did not say taken out (a timer name nobody said: "breakfast" for "start a t
 one hour"), or what they did say put back ("at 6 pm" for a reminder "in 6 hours")."""
 CANNOT = "Sorry, I can't do that."
 """What IRIS says when it refuses a call the user's words do not ask for."""
-NOT_ASKED = "Not needed: this is a question, not a request to do anything. Answer it from what you know, in words."
+NOT_ASKED = (
+    "Not needed: this is a question, not a request to do anything. Answer it from what you know, in words."
+)
 """Why a call with side effects made for a question nobody asked it for is not run (the
 model reads it and answers in words)."""
 _QUESTION = re.compile(r"^\W*(?:who|whom|whose|what|when|where|why|how|which)\b", re.IGNORECASE)
