@@ -55,6 +55,14 @@ def test_moments_said_are_found_and_bare_numbers_are_not_moments():
         ("Turn the heating up to twenty one degrees.", "set_timer", {"duration": "21 minutes"}, CANNOT),
         ("Book a table for two tonight.", "set_timer", {"duration": "2 hours", "label": "table"}, CANNOT),
         ("Book a table for two tonight.", "set_reminder", {"when": "8 pm", "message": "table"}, CANNOT),
+        # a time IRIS cannot read, for a request that never spoke of time: no usage hint said
+        ("Walk ten paces to the left.", "set_timer", {"duration": "10 paces"}, CANNOT),
+        (
+            "Book a cabin in the mountains for next month.",
+            "set_reminder",
+            {"when": "in 1 month", "message": "cabin"},
+            CANNOT,
+        ),
     ],
 )
 async def test_a_call_the_words_do_not_ask_for_is_refused_and_nothing_changes(request_, name, args, said):
@@ -297,3 +305,17 @@ async def test_a_reminder_is_set_for_the_moment_the_words_name(request_, when, s
 async def test_a_reminder_time_nobody_said_is_not_mended_into_one(request_, when):
     result = await builtin_registry().call("set_reminder", {"when": when, "message": "x"}, request=request_)
     assert not result.ok and result.refusal
+
+
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        ("Set a timer for a little while.", "set_timer", {"duration": "a little while"}),
+        ("Remind me to stretch in a bit.", "set_reminder", {"when": "in a bit", "message": "stretch"}),
+    ],
+)
+async def test_a_time_the_tool_cannot_read_in_a_request_about_time_is_the_tools_to_explain(
+    request_, name, args
+):
+    result = await builtin_registry().call(name, args, request=request_)
+    assert not result.ok and not result.refusal and not result.result.startswith("Error: not")

@@ -161,8 +161,16 @@ def _duration_grounded(request: str, duration: Any) -> bool:
     try:
         wanted = parse_duration(text)
     except ValueError:
-        return True  # the tool itself says what is wrong, and nothing runs
+        # for a request about timers the tool says what is wrong (the model mends its call);
+        # "go forward five steps" never asked for one, and its "5 steps" is no duration
+        return about_time(request)
     return any(abs(wanted - said) < 1 for said in said_durations(request))
+
+
+def about_time(request: str) -> bool:
+    """Whether ``request`` speaks of timers, reminders or spans of time: only then is a call
+    with a time IRIS cannot read the tool's to explain rather than a call nobody asked for."""
+    return bool(TIMER_WORDS.search(request) or _REMIND.search(request) or _UNIT.search(request.lower()))
 
 
 def _label_words(label: str) -> list[str]:
@@ -237,8 +245,8 @@ def timer_checks(
         moment = datetime.fromtimestamp(now(), tz)
         try:
             wanted = resolve_when(str(args.get("when", "")), moment).moment.timestamp()
-        except ValueError:
-            return None  # the tool says what is wrong, and nothing is set
+        except ValueError:  # the tool says what is wrong (for a request about time), nothing is set
+            return None if about_time(request) else "When should I remind you?"
         if any(abs(wanted - said) < 61 for said in said_moments(request, moment)):
             return None
         return "When should I remind you?"
