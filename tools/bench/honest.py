@@ -74,7 +74,9 @@ def config(host: str, model: str, state: Path, mcp: bool) -> Config:
         llm=LlmConfig(host=host, model=model, temperature=0.0, request_timeout_s=900),
         tools=ToolsConfig(timezone="UTC", timers_db=str(state / "timers.db")),
         mcp=McpConfig(servers=six_servers(state / "mcp", "lazy") if mcp else []),
-        retrieval=RetrievalConfig(enabled=mcp),
+        # At its default, retrieval runs without MCP servers too: the timer tools few
+        # requests need (pause, resume, adjust) are shown on demand.
+        retrieval=RetrievalConfig(),
     )
 
 
