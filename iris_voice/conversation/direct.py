@@ -31,7 +31,9 @@ def said_results(
     together); else None. ``first``: no tool answered earlier in the turn — only then is a
     lookup that found nothing said so (``NOTHING_FOUND``; after an earlier answer the model
     knows more than this one result), and only as the round's one call, for a request
-    that asks to be told rather than for an action."""
+    that asks to be told rather than for an action; beside other answers in the round it
+    is passed over ("recall what you know about Anna": the whole memory, and nothing
+    under "Anna" alone)."""
     if not 0 < len(results) == asked:
         return None
     one_change = asks_change(request) and changes_asked(request) == 1
@@ -50,10 +52,14 @@ def said_results(
         elif not writes(tool):
             if r.said:
                 said.append(r.said)
-            elif lookup and tool.say is not None and found_nothing(r.result):
-                # Asked "what do you remember about Alice?", the model explained an empty
-                # answer with a memory of its own ("a young girl who loved dolls").
-                said.append(NOTHING_FOUND)
+            elif tool.say is not None and found_nothing(r.result):
+                if lookup:
+                    # Asked "what do you remember about Alice?", the model explained an empty
+                    # answer with a memory of its own ("a young girl who loved dolls").
+                    said.append(NOTHING_FOUND)
+                elif asked == 1:
+                    return None
+                # else passed over: beside the round's other answers it adds nothing
             elif tool.say is not None and (known := say_known_about(r.result, request)):
                 # The whole memory, read for "what do you know about Anna?": what it holds
                 # of Anna (the model read it and asked again with open_nodes).
@@ -69,7 +75,7 @@ def said_results(
         if done is None:
             return None
         said.append(done)
-    return said
+    return said or None  # every answer passed over: the model says what was found
 
 
 def direct_sentences(said: list[str], first_clause_words: int = 0) -> list[str]:

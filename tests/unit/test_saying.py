@@ -326,6 +326,8 @@ def test_what_a_whole_memory_holds_of_a_name_asked_for_is_said(request_, said):
         "Anna's birthday: May 3rd."
     )
     assert say_known_about('[{"name": "Anna"}]', "What about Anna?") is None  # not a memory's answer
+    stop = {"entities": [{"name": "Anna", "observations": ["Her birthday is a special day."]}]}
+    assert say_known_about(json.dumps(stop), "What about Anna?") == "Anna: Her birthday is a special day."
     bare = {"entities": [{"name": "Anna", "entityType": "person", "observations": []}, *event["entities"]]}
     assert say_known_about(json.dumps(bare), "What do you know about Anna?") == "Anna's birthday: May 3rd."
 
@@ -339,6 +341,16 @@ async def test_a_whole_memory_read_for_a_name_is_said_in_one_round_and_the_model
     assert trace.reply == "Anna: birthday May 3rd. Anna sister of Tom." and trace.rounds == 1
     await ask(it, "Thanks!")
     assert any("birthday May 3rd" in str(m.get("content")) for m in backend.requests[-1]["messages"])
+
+
+async def test_a_whole_memory_and_an_empty_lookup_in_one_round_are_said_from_the_memory():
+    whole = shop(json.dumps(GRAPH, indent=2), name="memory/read_graph").hidden()[0]
+    reg = ToolRegistry([], hidden=[replace(whole, say=partial(say_result, label="graph"))])
+    reg.register(shop(EMPTY, name="memory/open_nodes").hidden()[0], hidden=True)
+    calls = [("memory/read_graph", {}), ("memory/open_nodes", {"names": ["my sister"]})]
+    backend = ScriptedBackend(calls, "Anna was born in May.")
+    trace = await ask(assistant(backend, reg), "Recall what you know about my sister Anna.")
+    assert trace.reply == "Anna: birthday May 3rd. Anna sister of Tom." and trace.rounds == 1
 
 
 async def test_after_an_earlier_answer_an_empty_lookup_goes_to_the_model():
@@ -362,10 +374,19 @@ async def test_an_empty_lookup_for_an_action_asked_goes_to_the_model():
     assert trace.reply == "Sorry, I can't open doors." and trace.rounds == 2
 
 
-async def test_an_empty_lookup_beside_another_call_goes_to_the_model():
+async def test_an_empty_lookup_beside_an_answer_is_passed_over_and_the_answer_said():
     reg = shop(EMPTY, name="memory/open_nodes")
     reg.register(shop("# Ideas\n- a birdhouse", name="files/read_file").hidden()[0], hidden=True)
     calls = [("memory/open_nodes", {"names": ["ideas"]}), ("files/read_file", {"path": "ideas.md"})]
     backend = ScriptedBackend(calls, "Your ideas: a birdhouse.")
     trace = await ask(assistant(backend, reg), "What is in my ideas note?")
-    assert NOTHING_FOUND not in trace.reply and trace.reply == "Your ideas: a birdhouse."
+    assert trace.reply == "Ideas: a birdhouse." and trace.rounds == 1
+
+
+async def test_a_round_of_empty_lookups_only_goes_to_the_model():
+    reg = shop(EMPTY, name="memory/open_nodes")
+    reg.register(shop(EMPTY, name="memory/search_nodes").hidden()[0], hidden=True)
+    calls = [("memory/open_nodes", {"names": ["Ann"]}), ("memory/search_nodes", {"query": "Ann"})]
+    backend = ScriptedBackend(calls, "I know nothing about Ann yet.")
+    trace = await ask(assistant(backend, reg), "What do you know about Ann?")
+    assert trace.reply == "I know nothing about Ann yet." and trace.rounds == 2

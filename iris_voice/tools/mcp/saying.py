@@ -180,7 +180,10 @@ def _stored(record: dict[str, Any]) -> tuple[str, list[str]] | None:
     """One stored record as its name and what was stored under it (("Bob", ["likes
     chess"])); None when it has no name or stored nothing new."""
     name = next((record[k].strip() for k in _NAME_KEYS if isinstance(record.get(k), str)), "")
-    items = [s.strip() for v in record.values() if isinstance(v, list) for s in v if isinstance(s, str)]
+    # an item's own full stop would end the sentence it is said in twice ("…Anna..")
+    items = [
+        s.strip().rstrip(".") for v in record.values() if isinstance(v, list) for s in v if isinstance(s, str)
+    ]
     items = [s for s in items if s]
     return (name, items) if name and items else None
 
