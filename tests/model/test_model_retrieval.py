@@ -93,10 +93,13 @@ async def test_a_memory_question_calls_a_memory_tool(ollama_server, six, tmp_pat
     assert "peanut" in str(memory[0]["arguments"]).lower(), memory
 
 
-async def test_a_question_that_needs_no_tool_calls_none(ollama_server, six, tmp_path):
+async def test_a_question_that_needs_no_tool_runs_none_and_is_answered_in_words(ollama_server, six, tmp_path):
     cfg = config(ollama_server.url, six, tmp_path)
     trace = await asked(cfg, "Who wrote Romeo and Juliet?")
-    assert trace.tool_calls == [], trace.to_dict()
+    # The model may reach for a tool (a reminder, the clock); IRIS runs none of them for a
+    # question about something else, and the model answers in words.
+    ran = [c for c in trace.tool_calls if not str(c["result"]).startswith("Error: not run:")]
+    assert ran == [], trace.to_dict()
     assert "shakespeare" in trace.reply.lower(), trace.reply
 
 
