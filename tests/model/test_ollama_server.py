@@ -69,6 +69,30 @@ def test_two_blocks_give_two_calls() -> None:
     assert [c["function"]["arguments"]["expression"] for c in calls] == ["23 * 47", "1 + 1"]
 
 
+def test_each_call_is_ready_when_its_object_closes() -> None:
+    """As Ollama's incremental parser: a call is sent as soon as its JSON is complete, not
+    at the end of the reply (a client that needs one call can stop the generation there)."""
+    f = proto.ToolCallFilter(enabled=True)
+    second = CALL_TEXT.replace("23 * 47", "1 + 1")
+    whole = CALL_TEXT + "\n" + second
+    cut = whole.index("}}") + 2  # the first call's object has just closed
+    feed_all(f, whole[: cut - 1])
+    assert f.ready() == []  # one brace short: not yet
+    feed_all(f, whole[cut - 1 : cut])
+    assert [c["function"]["arguments"] for c in f.ready()] == [{"expression": "23 * 47"}]
+    feed_all(f, whole[cut:-3])
+    assert [c["function"]["arguments"] for c in f.ready()] == [{"expression": "1 + 1"}]
+    feed_all(f, whole[-3:])
+    assert f.ready() == [] and f.finish() == ("", [])  # each call given once, no tag left over
+
+
+def test_text_after_a_taken_call_stays_content() -> None:
+    f = proto.ToolCallFilter(enabled=True)
+    feed_all(f, CALL_TEXT + "\nDone.")
+    assert len(f.ready()) == 1
+    assert f.finish() == ("Done.", [])
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -179,6 +203,7 @@ async def test_structured_tool_call_reaches_the_official_client() -> None:
     assert len(calls) == 1 and calls[0].function.name == "calculator"
     assert dict(calls[0].function.arguments) == {"expression": "23 * 47"}
     assert all(p.message.content == "" for p in parts)
+    assert not parts[-1].message.tool_calls  # the call came in its own part, before the last
     assert parts[-1].done and parts[-1].done_reason == "stop" and parts[-1].total_duration > 0
 
     whole = await client.chat(

@@ -293,17 +293,27 @@ def parse_tool_calls(text: str) -> tuple[list[dict[str, Any]], str] | None:
     return calls, _BLOCK.sub("", text).strip()
 
 
+_OPEN_LEAD = re.compile(r"\s*" + re.escape(TOOL_OPEN) + r"\s*")
+_CLOSE_LEAD = re.compile(r"\s*" + re.escape(TOOL_CLOSE))
+_DECODER = json.JSONDecoder()
+
+
 class ToolCallFilter:
     """Streams content through unchanged unless the reply opens with ``<tool_call>``.
 
     Like Ollama with a Qwen template, only a call that is the first thing the model says is
     parsed: output is held back while it could still become the tag, released as content
-    the moment it cannot, and buffered to the end once the tag is seen.
+    the moment it cannot, and buffered once the tag is seen. Each call is ready (``ready``)
+    as soon as its JSON object is complete, as Ollama's incremental parser sends it (since
+    0.8) — a client that needs only the first call can stop the generation there.
     """
 
     def __init__(self, enabled: bool) -> None:
         self._mode = "undecided" if enabled else "content"
         self._buf = ""
+        self._pending: list[dict[str, Any]] = []
+        self._closing = False  # a call was taken: its closing tag is still to come
+        self._taken = 0  # calls taken from the buffer so far
 
     def feed(self, text: str) -> str:
         """Take a generated delta; return the content that can be sent now."""
@@ -311,10 +321,12 @@ class ToolCallFilter:
             return text
         self._buf += text
         if self._mode == "calls":
+            self._take_calls()
             return ""
         head = self._buf.lstrip()
         if head.startswith(TOOL_OPEN):
             self._mode = "calls"
+            self._take_calls()
             return ""
         if TOOL_OPEN.startswith(head):  # still a prefix of the tag (or only whitespace so far)
             return ""
@@ -322,16 +334,48 @@ class ToolCallFilter:
         out, self._buf = self._buf, ""
         return out
 
+    def ready(self) -> list[dict[str, Any]]:
+        """The calls completed since the last look (each given once)."""
+        calls, self._pending = self._pending, []
+        return calls
+
+    def _take_calls(self) -> None:
+        """Move every complete call at the head of the buffer into the pending calls."""
+        while True:
+            if self._closing and (close := _CLOSE_LEAD.match(self._buf)):
+                self._buf, self._closing = self._buf[close.end() :], False
+            opened = _OPEN_LEAD.match(self._buf)
+            if opened is None:
+                return
+            try:
+                obj, end = _DECODER.raw_decode(self._buf, opened.end())
+            except ValueError:
+                return  # not complete yet (or malformed: left to ``finish``)
+            args = obj.get("arguments", {}) if isinstance(obj, dict) else None
+            if not isinstance(args, dict) or not isinstance(obj.get("name"), str):
+                return
+            self._pending.append({"function": {"name": obj["name"], "arguments": args}})
+            self._buf, self._closing = self._buf[end:], True
+            self._taken += 1
+
     def finish(self) -> tuple[str, list[dict[str, Any]]]:
-        """End of generation: return ``(remaining_content, tool_calls)``."""
+        """End of generation: return ``(remaining_content, tool_calls)`` (the calls not
+        yet taken with ``ready``)."""
         text, self._buf = self._buf, ""
+        calls = self.ready()
         if self._mode != "calls":
-            return text, []
+            return text, calls
+        if self._closing and (close := _CLOSE_LEAD.match(text)):
+            text = text[close.end() :]
+        if not text.strip():
+            return "", calls
+        if self._taken and TOOL_OPEN not in text:
+            return text.strip(), calls  # words after the calls
         parsed = parse_tool_calls(text)
         if parsed is None:
-            return text, []  # malformed call: the client gets the raw text to recover from
-        calls, rest = parsed
-        return rest, calls
+            return text, calls  # malformed call: the client gets the raw text to recover from
+        more, rest = parsed
+        return rest, calls + more
 
 
 # --- responses -------------------------------------------------------------------------------------

@@ -217,6 +217,8 @@ class OllamaApp:
                     out = tool_filter.feed(value)
                     if out:
                         yield replies.chat_chunk(req.model, out)
+                    if calls := tool_filter.ready():  # each call as soon as it is complete
+                        yield replies.chat_chunk(req.model, "", calls)
                 elif kind == "error":
                     yield {"error": value}
                     return

@@ -5,7 +5,9 @@ The abuse benchmark needs a model that answers exactly what it is told — 2,000
 (HTTP, NDJSON, the server's ``<tool_call>`` filter). ``ScriptedEngine`` has the parts of
 ``llama_engine.Engine`` the server uses; its replies come from a queue that a client
 fills with ``POST /_script`` (``{"replies": [REPLY, …]}``). A reply is
-``{"text": "…", "chunk": 16}`` (streamed in ``chunk``-character pieces), ``{"error": "…"}``
+``{"text": "…", "chunk": 16, "delay": 0}`` (streamed in ``chunk``-character pieces,
+``delay`` seconds apart; ``GET /_script`` tells whether it was sent to its end or
+``stopped`` when the client left), ``{"error": "…"}``
 or ``{"wire": [OBJECT, …]}``: a recorded Ollama stream (``/api/chat`` response objects,
 the last one ``done``), replayed as it is — thinking, tool calls and all — with only its
 ``model`` set to the request's; with the queue empty the model says ``OK.``.
@@ -77,10 +79,19 @@ class ScriptedEngine:
                 yield "wire", obj
             return
         text, step = str(reply["text"]), max(1, int(reply.get("chunk", 16)))
-        for i in range(0, len(text), step):
-            yield "text", text[i : i + step]
-            if i // step % 64 == 63:
-                await asyncio.sleep(0)  # a long reply still lets the server breathe
+        delay = min(max(float(reply.get("delay", 0.0)), 0.0), 1.0)
+        record = self.requests[-1]
+        record["finished"] = False
+        try:
+            for i in range(0, len(text), step):
+                yield "text", text[i : i + step]
+                if delay:
+                    await asyncio.sleep(delay)  # a model's pace: a client may leave before the end
+                elif i // step % 64 == 63:
+                    await asyncio.sleep(0)  # a long reply still lets the server breathe
+            record["finished"] = True
+        finally:
+            record["stopped"] = not record["finished"]  # the client left: generation stopped
         took = time.perf_counter() - t0
         yield (
             "done",
