@@ -40,7 +40,7 @@ from iris_voice.conversation.repairs import (
     unspeakable,
 )
 from iris_voice.conversation.rounds import Loop, Round
-from iris_voice.conversation.toolpick import ToolPicker
+from iris_voice.conversation.toolpick import ToolPicker, change_made
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
 from iris_voice.errors import Code, LlmError
@@ -227,8 +227,14 @@ class ChatLoop:
             descriptions=tuple(t.spec.description for t in shown),
             topic=() if answered else topic,
         )
+
+        def enough() -> bool:
+            # The one change asked for has come: the rest of the round is not waited for.
+            made = rnd.calls() if rnd.tools else []
+            return bool(made) and change_made(turn.text, self.registry, made)
+
         async for sentence, content, calls in self._one_round(
-            turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause
+            turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause, enough
         ):
             if sentence is not None and (sentence := clean_sentence(sentence)):
                 if unspeakable(sentence, loop.names):
@@ -314,10 +320,13 @@ class ChatLoop:
         written: list[TextCall],
         picked: list[Tool],
         clause: int = 0,
+        enough: Callable[[], bool] = lambda: False,
     ):
         """Stream one model reply: yields (sentence|None, content delta, structured calls);
         ``written`` receives the calls written as text that the speech filter swallowed;
-        ``clause``: the first piece may be a clause of that many words."""
+        ``clause``: the first piece may be a clause of that many words; ``enough``: asked
+        after each piece whether the rest is needed (closing the reply early stops the
+        server's generation)."""
         # The tools go with every round, also one whose calls are not taken (``allow_tools``
         # False: the note asks for words): the server's prompt cache holds one prefix, and a
         # request without them is another system block, after which the next turn reads the
@@ -330,8 +339,9 @@ class ChatLoop:
         constrained = allow_tools and tools is not None and not decided and self._constrained(picked)
         speak = SpeakableFilter(self.registry.callable_names())
         splitter = SentenceSplitter(first_clause_words=clause)
+        stream = self._stream(turn, picked, tools, constrained)
+        before = len(written)
         try:
-            stream = self._stream(turn, picked, tools, constrained)
             async for chunk in stream:
                 if trace.first_token_ms is None and (chunk.content or chunk.tool_calls):
                     trace.first_token_ms = trace.elapsed_ms()
@@ -340,13 +350,19 @@ class ChatLoop:
                 calls = list(chunk.tool_calls)
                 for sentence in splitter.feed(speak.feed(chunk.content)) if chunk.content else []:
                     yield sentence, "", []
+                if len(speak.calls) > len(written) - before:  # a call written as text, complete
+                    written.extend(speak.calls[len(written) - before :])
                 yield None, chunk.content, calls
+                if enough():
+                    log.info("the change asked for is called: the rest of the round is not generated")
+                    trace.extra["cut"] = True
+                    break
         except LlmError as exc:
             if constrained and exc.code == Code.LLM_ERROR and "format" in exc.message:
                 # A server older than JSON Schema formats (Ollama < 0.5) refuses the request.
                 log.info("the server takes no format (%s): tools are called natively", exc.message)
                 self._no_format.seen = True
-                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause):
+                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause, enough):
                     yield item
                 return
             if (
@@ -358,13 +374,16 @@ class ChatLoop:
                 self.mode = ToolMode.TEXT
                 if trace.execution_path == ExecutionPath.NATIVE:
                     trace.execution_path = ExecutionPath.TEXT
-                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause):
+                async for item in self._one_round(turn, allow_tools, trace, written, picked, clause, enough):
                     yield item
                 return
             raise
+        finally:
+            if (close := getattr(stream, "aclose", None)) is not None:
+                await close()  # left early (``change_made``): the request ends, and the generation
         for sentence in splitter.feed(speak.flush()):
             yield sentence, "", []
-        written.extend(speak.calls)
+        written.extend(speak.calls[len(written) - before :])
         tail = splitter.flush()
         if tail:
             tail = strip_markup(tail).strip()

@@ -241,6 +241,20 @@ def changes_asked(text: str) -> int:
     return len(_CHANGE.findall(text))
 
 
+_JOINED = re.compile(r"\b(?:and|also|then|plus|both|too|as well)\b|;", re.IGNORECASE)
+
+
+def change_made(request: str, registry: ToolRegistry, calls: list[tuple[str, Any]]) -> bool:
+    """Whether ``calls`` (a round's, so far) already hold the one change ``request`` asks
+    for: it opens with one verb of changing and joins nothing to it ("Remember that Bob
+    likes chess."; not "…a pasta timer and a tea timer"), and a call that changes something
+    has come. The rest of the round is not waited for: the 1.5B model went on to store a
+    second fact of its own ("plays chess", four seconds more)."""
+    if not (asks_change(request) and changes_asked(request) == 1) or _JOINED.search(request):
+        return False
+    return any((tool := registry.get(name)) is not None and writes(tool) for name, _ in calls)
+
+
 def takes_arguments(tool: Tool) -> bool:
     """Whether ``tool`` has parameters the model fills in."""
     props = tool.spec.parameters.get("properties") if isinstance(tool.spec.parameters, dict) else None

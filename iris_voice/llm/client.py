@@ -151,6 +151,7 @@ class OllamaBackend:
         if fmt is not None:
             request["format"] = fmt
         think = ThinkSplitter()  # reasoning some servers still write into the content
+        parts: AsyncIterator[Any] | None = None
         try:
             parts = await self._first_part(request)
             async for part in parts:
@@ -180,6 +181,12 @@ class OllamaBackend:
             raise
         except Exception as exc:
             raise translate(exc, cfg.host, cfg.model) from exc
+        finally:
+            if parts is not None:
+                try:
+                    await parts.aclose()  # type: ignore[attr-defined]  # an async generator
+                except Exception as exc:  # a connection that failed while closing: nothing to keep
+                    log.debug("closing the reply: %s", exc)
 
     async def _first_part(self, request: dict[str, Any]) -> AsyncIterator[Any]:
         """The reply's parts, sending the request a second time if the connection closed
@@ -228,9 +235,14 @@ class OllamaBackend:
 
 
 async def _replay(head: list[Any], rest: AsyncIterator[Any] | None = None) -> AsyncIterator[Any]:
-    """``head``'s items, then the rest of the stream."""
-    for item in head:
-        yield item
-    if rest is not None:
-        async for item in rest:
+    """``head``'s items, then the rest of the stream (closed when this one is: a reply
+    left early ends its request, and the server stops generating)."""
+    try:
+        for item in head:
             yield item
+        if rest is not None:
+            async for item in rest:
+                yield item
+    finally:
+        if rest is not None and (close := getattr(rest, "aclose", None)) is not None:
+            await close()
