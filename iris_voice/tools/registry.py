@@ -81,6 +81,9 @@ NOT_ASKED = (
 )
 """Why a call with side effects made for a question nobody asked it for is not run (the
 model reads it and answers in words)."""
+OTHER_CHANGE = "Not run: the user asked for something else. Do only what was asked."
+"""What a grounding check answers for a change the request asks the opposite of ("Set a
+pasta timer and a tea timer." never cancels one): the model reads it, nothing is said."""
 _QUESTION = re.compile(r"^\W*(?:who|whom|whose|what|when|where|why|how|which)\b", re.IGNORECASE)
 NOTHING_FOUND = "I found nothing for that."
 """What IRIS says when a tool that looks something up found nothing."""
@@ -365,7 +368,7 @@ class ToolRegistry:
             ask = await tool.grounded(request, kwargs)
             if ask is not None:
                 log.info("refused %s(%s): not grounded in %r", name, args, request)
-                if tool.read_only:  # nothing would change: the model reads why and answers in words
+                if tool.read_only or ask == OTHER_CHANGE:  # the model reads why and answers in words
                     return done(False, f"Error: not run: {ask}", args)
                 if questions(tool, request):  # "who wrote Pride and Prejudice?" set no reminder
                     return done(False, f"Error: not run: {NOT_ASKED}", args)

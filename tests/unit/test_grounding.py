@@ -12,7 +12,7 @@ from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.tools.builtin.clock import UNASKED
 from iris_voice.tools.builtin.grounding import said_durations, said_moments
-from iris_voice.tools.registry import CANNOT, NOT_ASKED
+from iris_voice.tools.registry import CANNOT, NOT_ASKED, OTHER_CHANGE
 from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
@@ -319,3 +319,33 @@ async def test_a_time_the_tool_cannot_read_in_a_request_about_time_is_the_tools_
 ):
     result = await builtin_registry().call(name, args, request=request_)
     assert not result.ok and not result.refusal and not result.result.startswith("Error: not")
+
+
+async def test_a_request_to_set_timers_cancels_none():
+    # "Set a pasta timer … and a tea timer …": the 1.5B model set both, listed them and
+    # cancelled the pasta timer in the same round. The cancel is not run (nothing said of it);
+    # the model reads why and the turn goes on with what was set.
+    registry = builtin_registry()
+    request_ = "Set a pasta timer for 8 minutes and a tea timer for 3 minutes."
+    calls = [
+        ("set_timer", {"duration": "8 minutes", "label": "pasta"}),
+        ("set_timer", {"duration": "3 minutes", "label": "tea"}),
+        ("cancel_timer", {"which": "pasta"}),
+    ]
+    backend = ScriptedBackend(calls, "Pasta and tea timers set.")
+    trace = await ask(chat_assistant(backend, registry), request_)
+    assert trace.reply == "Pasta and tea timers set." and "refused" not in trace.extra
+    assert [c["ok"] for c in trace.tool_calls] == [True, True, False]
+    assert OTHER_CHANGE in backend.requests[1]["messages"][-1]["content"]
+    left = (await registry.call("list_timers", {})).result
+    assert "pasta" in left and "tea" in left
+
+
+@pytest.mark.parametrize(
+    "request_", ["Start a tea timer and stop the pasta one.", "Cancel the pasta timer.", "Set it aside, cancel pasta."]
+)
+async def test_a_cancel_the_words_ask_for_runs(request_):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    result = await registry.call("cancel_timer", {"which": "pasta"}, request=request_)
+    assert result.ok and "pasta" in result.result.lower(), result.result

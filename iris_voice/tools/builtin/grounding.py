@@ -28,7 +28,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from iris_voice.timers.parse import parse_duration, resolve_when
-from iris_voice.tools.registry import ArgumentRepair, GroundingCheck
+from iris_voice.tools.registry import OTHER_CHANGE, ArgumentRepair, GroundingCheck
 from iris_voice.tools.spoken import digits
 
 _MAX_RUN = 7  # words in the longest duration or time people say ("an hour and a half from now")
@@ -221,6 +221,19 @@ def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
     return named and (about_timers or existing) and (not meant or words in meant)
 
 
+# A request that opens by setting something up, and words that end a timer.
+_SETS = re.compile(
+    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|can you|could you|would you)\W+)*"
+    r"(?:set|start|create|make|add|put|begin)\b",
+    re.IGNORECASE,
+)
+_CANCELS = re.compile(
+    r"\b(?:cancel\w*|stop|delete|remove|clear|kill|end|abort|dismiss|drop|scrap|forget|turn off"
+    r"|switch off|get rid|never ?mind|instead|replace|no longer|(?:don't|do not) need)\b",
+    re.IGNORECASE,
+)
+
+
 def timer_checks(
     labels: Callable[[], Awaitable[list[str]]], tz: tzinfo, now: Callable[[], float]
 ) -> dict[str, GroundingCheck]:
@@ -251,10 +264,15 @@ def timer_checks(
             return None
         return "When should I remind you?"
 
+    async def cancel_timer(request: str, args: dict[str, Any]) -> str | None:
+        if _SETS.match(request) and not _CANCELS.search(request):
+            return OTHER_CHANGE  # "Set a pasta timer and a tea timer." cancelled the pasta timer
+        return await _which(request, args)
+
     return {
         "set_timer": set_timer,
         "adjust_timer": adjust_timer,
-        "cancel_timer": _which,
+        "cancel_timer": cancel_timer,
         "pause_timer": _which,
         "resume_timer": _which,
         "set_reminder": set_reminder,
