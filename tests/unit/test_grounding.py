@@ -342,7 +342,8 @@ async def test_a_request_to_set_timers_cancels_none():
 
 
 @pytest.mark.parametrize(
-    "request_", ["Start a tea timer and stop the pasta one.", "Cancel the pasta timer.", "Set it aside, cancel pasta."]
+    "request_",
+    ["Start a tea timer and stop the pasta one.", "Cancel the pasta timer.", "Set it aside, cancel pasta."],
 )
 async def test_a_cancel_the_words_ask_for_runs(request_):
     registry = builtin_registry()
