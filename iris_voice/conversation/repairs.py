@@ -30,6 +30,7 @@ from iris_voice.conversation.rounds import Loop, Round
 from iris_voice.conversation.toolpick import writes
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Turn
+from iris_voice.tools.mcp.saying import reports_failure
 from iris_voice.tools.registry import CANNOT, NOTHING_FOUND, Tool, spoken
 
 LIMIT_NOTE = "Answer my question now in one short sentence, using the tool results above. Do not call tools."
@@ -94,8 +95,12 @@ def described_call(sentences: list[str], shown: tuple[Tool, ...]) -> tuple[str, 
 def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
     """What to say when the model said nothing after its tools ran: the last result when it
     can be spoken (a calculator's "23 * 47 = 1081"), ``NOTHING_FOUND`` when it is empty
-    (``[]`` is no word to say), else ``CANNOT`` (raw JSON is no answer)."""
+    (``[]`` is no word to say), ``NOT_DONE`` when it is a failure the server wrote as an
+    ordinary result ("Database error: no such table: apples" is no answer to "set the
+    stock of apples to 100"), else ``CANNOT`` (raw JSON is no answer)."""
     ok = [c["result"] for c in trace.tool_calls if c["ok"]]
+    if ok and reports_failure(str(ok[-1])):
+        return NOT_DONE
     text = spoken(ok[-1]) if ok else ""
     if ok and not any(ch.isalnum() for ch in text):
         return NOTHING_FOUND

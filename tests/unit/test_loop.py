@@ -367,6 +367,20 @@ async def test_an_empty_result_is_never_said_as_brackets():
     assert trace.reply == NOTHING_FOUND and len(backend.requests) == 2
 
 
+async def test_a_failure_written_as_a_result_is_never_the_answer():
+    r = ToolRegistry()
+
+    def write_query(query: str) -> str:
+        """Run an SQL statement that changes the database."""
+        return "Database error: no such table: apples"  # a server's failure, as ordinary text
+
+    r.add_function(write_query)
+    # silent after the failure: "Database error: …" was said as the answer to "set the stock"
+    backend = ScriptedBackend([("write_query", {"query": "UPDATE apples SET stock = 100"})], "")
+    trace = await ask(chat_assistant(backend, r, LlmConfig()), "Set the stock of apples to 100.")
+    assert trace.reply == NOT_DONE and "error" not in trace.reply.lower()
+
+
 async def test_a_first_clause_with_nothing_after_it_gets_a_closing_sentence():
     loop, _, _ = make("To describe the products table of the shop database,")
     trace = await ask(loop, "Describe the products table.")
