@@ -19,8 +19,12 @@ class ScriptedBackend:
 
     name = "scripted"
 
-    def __init__(self, *replies: Any, chunk: int = 3, no_tools: bool = False) -> None:
+    def __init__(self, *replies: Any, chunk: int = 3, no_tools: bool = False, apart: bool = False) -> None:
         self.replies = list(replies)
+        self.apart = apart
+        """Each structured call in a part of its own, as Ollama sends them (else all in one)."""
+        self.closed_early = 0
+        """Replies the reader closed before their end."""
         self.requests: list[dict[str, Any]] = []
         self.warmups: list[dict[str, Any]] = []
         """Requests for one token (prompt-cache warm-ups): answered without using the script."""
@@ -52,17 +56,19 @@ class ScriptedBackend:
         reply = self.replies.pop(0)
         if isinstance(reply, LlmError):
             raise reply
-        if isinstance(reply, tuple):
-            reply, calls = reply
-            for i in range(0, len(reply), self.chunk):
-                yield ChatChunk(content=reply[i : i + self.chunk])
-            yield ChatChunk(tool_calls=tuple(calls))
-        elif isinstance(reply, list):
-            yield ChatChunk(tool_calls=tuple(reply))
-        else:
-            for i in range(0, len(reply), self.chunk):
-                yield ChatChunk(content=reply[i : i + self.chunk])
-        yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
+        text, calls = (
+            reply if isinstance(reply, tuple) else ("", reply) if isinstance(reply, list) else (reply, [])
+        )
+        finished = False
+        try:
+            for i in range(0, len(text), self.chunk):
+                yield ChatChunk(content=text[i : i + self.chunk])
+            for part in [[c] for c in calls] if self.apart else [calls] if calls else []:
+                yield ChatChunk(tool_calls=tuple(part))
+            finished = True
+            yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=5, prompt_ms=1.0)
+        finally:
+            self.closed_early += not finished
 
 
 def chat_assistant(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack
 from typing import Any
 
@@ -15,9 +14,9 @@ import pytest
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.toolpick import change_made
-from iris_voice.llm.client import ChatChunk, OllamaBackend
+from iris_voice.llm.client import OllamaBackend
 from iris_voice.tools.registry import ToolRegistry, tool_from_function
-from tests.support.fakes import chat_assistant
+from tests.support.fakes import ScriptedBackend, chat_assistant
 from tools.testbed.servers import scripted_server
 
 MODEL = "qwen2.5-coder:1.5b"  # the name the scripted server serves
@@ -40,48 +39,15 @@ def registry() -> ToolRegistry:
     return ToolRegistry([tool_from_function(save_fact), tool_from_function(read_facts)])
 
 
-class TwoCallBackend:
-    """Streams a reply of two calls, each in its own part as Ollama sends them, and notes
-    how far the reader took it before the reply was closed."""
+def _call(name: str, args: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>\n"
 
-    name = "two-calls"
-    formats = False
 
-    def __init__(self, *calls: tuple[str, dict[str, Any]], text: bool = False) -> None:
-        self.calls = calls
-        self.text = text
-        self.sent = 0
-        self.closed_early = False
-        self.requests = 0
-
-    async def stream(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None,
-        options: dict[str, Any] | None = None,
-        fmt: dict[str, Any] | None = None,
-    ) -> AsyncIterator[ChatChunk]:
-        if (options or {}).get("num_predict") == 1:
-            yield ChatChunk(done=True)
-            return
-        self.requests += 1
-        if self.requests > 1:  # a later round: words about what was done
-            yield ChatChunk(content="Done.")
-            yield ChatChunk(done=True)
-            return
-        finished = False
-        try:
-            for name, args in self.calls:
-                self.sent += 1
-                if self.text:  # a call written as text (how the 1.5B model often writes them)
-                    yield ChatChunk(content=f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n")
-                    yield ChatChunk(content="</tool_call>\n")
-                else:
-                    yield ChatChunk(tool_calls=((name, args),))
-            finished = True
-            yield ChatChunk(done=True, prompt_tokens=10, completion_tokens=40)
-        finally:
-            self.closed_early = not finished
+def two_calls(first: tuple[str, dict], second: tuple[str, dict], text: bool = False) -> ScriptedBackend:
+    """A round of two calls, each in its own part as Ollama sends them (or written as text,
+    as the 1.5B model often writes them), then words for any later round."""
+    reply = _call(*first) + _call(*second) if text else [first, second]
+    return ScriptedBackend(reply, "Done.", apart=True)
 
 
 @pytest.fixture(autouse=True)
@@ -91,13 +57,13 @@ def _clear_facts():
 
 @pytest.mark.parametrize("text", [False, True], ids=["native", "written"])
 async def test_one_change_asked_ends_the_round_at_its_call(text: bool):
-    backend = TwoCallBackend(
-        ("save_fact", {"fact": "Bob likes chess"}), ("save_fact", {"fact": "Bob plays chess"}), text=text
+    backend = two_calls(
+        ("save_fact", {"fact": "Bob likes chess"}), ("save_fact", {"fact": "Bob plays chess"}), text
     )
     loop = chat_assistant(backend, registry())
     trace = await ask(loop, "Remember that Bob likes chess.")
     assert FACTS == ["Bob likes chess"]  # the invented second fact was never stored
-    assert backend.sent == 1 and backend.closed_early  # the reply was closed: generation stops
+    assert backend.closed_early == 1  # the reply was closed: the server stops generating
     assert [c["name"] for c in trace.tool_calls] == ["save_fact"]
     assert trace.extra.get("cut") is True
 
@@ -111,18 +77,19 @@ async def test_one_change_asked_ends_the_round_at_its_call(text: bool):
     ],
 )
 async def test_more_than_one_change_or_none_reads_the_whole_round(request_: str):
-    backend = TwoCallBackend(("save_fact", {"fact": "one"}), ("save_fact", {"fact": "two"}))
+    backend = two_calls(("save_fact", {"fact": "one"}), ("save_fact", {"fact": "two"}))
     loop = chat_assistant(backend, registry())
     await ask(loop, request_)
-    assert backend.sent == 2 and not backend.closed_early
-    assert FACTS == ["one", "two"]
+    assert backend.closed_early == 0 and FACTS == ["one", "two"]
 
 
 async def test_a_read_before_the_change_does_not_end_the_round():
-    backend = TwoCallBackend(("read_facts", {}), ("save_fact", {"fact": "Bob likes chess"}))
+    backend = two_calls(("read_facts", {}), ("save_fact", {"fact": "Bob likes chess"}))
     loop = chat_assistant(backend, registry())
-    await ask(loop, "Remember that Bob likes chess.")
-    assert backend.sent == 2 and FACTS == ["Bob likes chess"]
+    trace = await ask(loop, "Remember that Bob likes chess.")
+    # both ran: the round was closed at the change, not at the read before it
+    assert [c["name"] for c in trace.tool_calls] == ["read_facts", "save_fact"]
+    assert FACTS == ["Bob likes chess"] and backend.closed_early == 1
 
 
 def test_change_made_needs_a_call_that_changes_something():
@@ -138,10 +105,6 @@ def test_change_made_needs_a_call_that_changes_something():
 def server():
     with ExitStack() as stack:
         yield scripted_server(stack)
-
-
-def _call(name: str, args: dict[str, Any]) -> str:
-    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>\n"
 
 
 async def test_over_the_wire_the_server_stops_generating_after_the_change(server):
