@@ -115,6 +115,14 @@ _ORDER = re.compile(
     re.IGNORECASE,
 )
 """A request for an action: it opens with its verb."""
+_LIVE_QUESTION = re.compile(
+    r"^\W*(?:will|is|are|does|do|has|have)\s+(?:it|there|the|my|our)\b"
+    r"(?=.*\b(?:today|tonight|tomorrow|now|currently|at the moment|outside"
+    r"|this (?:morning|afternoon|evening|week|weekend))\b)",
+    re.IGNORECASE,
+)
+"""A yes-or-no question about the world as it is now or will be ("Will it rain today?"):
+no tool of IRIS's knows; its own words said back as a statement are a guess."""
 
 
 def orders_action(request: str) -> bool:
@@ -157,10 +165,12 @@ def _words(text: str) -> list[str]:
 
 def echoes(sentence: str, request: str) -> bool:
     """True when ``sentence`` repeats a request for an action as its answer ("Unlock the
-    back door." → "Unlock the back door."): the request opens with a verb of action, and the
-    sentence brings no word of its own beyond small ones while covering most of it."""
+    back door." → "Unlock the back door."), or a question about the world now as its own
+    answer ("Will it rain today?" → "It will rain today."): the request opens with a verb of
+    action or is such a question, and the sentence brings no word of its own beyond small
+    ones while covering most of it."""
     asked = [w for w in _words(request) if w not in _SMALL]
-    if not asked or not _ORDER.match(request):
+    if not asked or not (_ORDER.match(request) or _LIVE_QUESTION.match(request)):
         return False
     said = [w for w in _words(sentence) if w not in _SMALL]
     return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))

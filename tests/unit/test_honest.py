@@ -39,6 +39,9 @@ from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistan
         ("The back door is unlocked.", "Unlock the back door."),
         ("The email has been sent.", "Send an email to Bob."),
         ("The lights are turned off.", "Please turn off the lights."),
+        # a question about the world now, answered with its own words: a guess
+        ("It will rain today.", "Will it rain today?"),
+        ("It is cold outside.", "Is it cold outside?"),
     ],
 )
 def test_replies_that_claim_an_action_are_claims(reply, request_):
@@ -60,6 +63,9 @@ def test_replies_that_claim_an_action_are_claims(reply, request_):
         ("Your pasta timer is set for 8 minutes.", "Set a pasta timer for eight minutes."),
         ("The door is locked.", "Is the door locked?"),  # a question asks for no action
         ("The lights were turned off at ten.", "When were the lights turned off?"),
+        ("Canberra is the capital of Australia.", "Is Canberra the capital of Australia?"),
+        ("I can't check the weather, I have no forecast.", "Will it rain today?"),
+        ("Yes, there are seven days in a week.", "Are there seven days in a week?"),
     ],
 )
 def test_answers_refusals_and_true_abilities_are_not_claims(reply, request_):
@@ -128,6 +134,7 @@ def test_the_guard_holds_from_the_first_claim_and_settles_by_whether_a_call_foll
         ("Go forward ten meters.", "Okay. I will move forward ten meters. Anything else?"),
         ("Unlock the back door.", "Unlock the back door."),
         ("Play some jazz in the kitchen.", "I can play some jazz in the kitchen."),
+        ("Will it rain today?", "It will rain today."),
     ],
 )
 async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_left_out_of_the_history(request_, reply):
