@@ -41,6 +41,9 @@ ACT_NOTE = "Nothing has been done: you called no tool. Call the tool for my requ
 """Sent when the model said a timer action was done without calling its tool."""
 NOT_DONE = "Sorry, that did not work; nothing was changed."
 """Said when the model, told once, still claimed a timer action without calling its tool."""
+FAILED = "Sorry, that did not work."
+"""Said for a failure a server wrote as an ordinary result, when the model said nothing
+(whether anything changed, the failure does not say)."""
 
 # Call syntax that got past the speech filter — braces, "key": pairs, tags, snake_case
 # identifiers (a tool's name, real or invented: "open_garage_door") — is never spoken.
@@ -95,12 +98,12 @@ def described_call(sentences: list[str], shown: tuple[Tool, ...]) -> tuple[str, 
 def last_words(trace: TurnTrace, tool_names: list[str]) -> str:
     """What to say when the model said nothing after its tools ran: the last result when it
     can be spoken (a calculator's "23 * 47 = 1081"), ``NOTHING_FOUND`` when it is empty
-    (``[]`` is no word to say), ``NOT_DONE`` when it is a failure the server wrote as an
+    (``[]`` is no word to say), ``FAILED`` when it is a failure the server wrote as an
     ordinary result ("Database error: no such table: apples" is no answer to "set the
     stock of apples to 100"), else ``CANNOT`` (raw JSON is no answer)."""
     ok = [c["result"] for c in trace.tool_calls if c["ok"]]
     if ok and reports_failure(str(ok[-1])):
-        return NOT_DONE
+        return FAILED
     text = spoken(ok[-1]) if ok else ""
     if ok and not any(ch.isalnum() for ch in text):
         return NOTHING_FOUND

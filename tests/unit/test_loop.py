@@ -6,7 +6,14 @@ import pytest
 
 from iris_voice.config import LlmConfig
 from iris_voice.conversation.history import ToolMode, tool_turn_messages
-from iris_voice.conversation.repairs import ACT_NOTE, LIMIT_NOTE, NO_TOOL_NOTE, NOT_DONE, NOTHING_FOUND
+from iris_voice.conversation.repairs import (
+    ACT_NOTE,
+    FAILED,
+    LIMIT_NOTE,
+    NO_TOOL_NOTE,
+    NOT_DONE,
+    NOTHING_FOUND,
+)
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.errors import LlmError
@@ -378,7 +385,7 @@ async def test_a_failure_written_as_a_result_is_never_the_answer():
     # silent after the failure: "Database error: …" was said as the answer to "set the stock"
     backend = ScriptedBackend([("write_query", {"query": "UPDATE apples SET stock = 100"})], "")
     trace = await ask(chat_assistant(backend, r, LlmConfig()), "Set the stock of apples to 100.")
-    assert trace.reply == NOT_DONE and "error" not in trace.reply.lower()
+    assert trace.reply == FAILED and "error" not in trace.reply.lower()
 
 
 async def test_a_first_clause_with_nothing_after_it_gets_a_closing_sentence():
