@@ -308,18 +308,3 @@ async def test_meta_tools_come_before_the_native_tools():
         native = ToolRegistry([tool_from_function(calculator)])
         manager.register(native)
         assert native.names() == [EXECUTE_TOOL, BROWSE_TOOL, "calculator"]
-
-
-def test_the_browsing_hint_goes_with_the_meta_tools_only():
-    from iris_voice.config import LlmConfig
-    from iris_voice.tools.mcp.manager import LAZY_HINT, McpManager, with_mcp_hint
-    from iris_voice.tools.registry import ToolRegistry
-
-    # Retrieval shows the tools a turn needs: nothing to browse, no line about browsing.
-    retrieving = McpManager([time_server(description="current time in any time zone")])
-    retrieving.register(ToolRegistry(), meta=False)
-    assert retrieving.system_hint() == ""
-    assert with_mcp_hint(LlmConfig(), retrieving).system_prompt == LlmConfig().system_prompt
-    browsing = McpManager([time_server(description="current time in any time zone")])
-    browsing.register(ToolRegistry())
-    assert with_mcp_hint(LlmConfig(), browsing).system_prompt.endswith(LAZY_HINT)
