@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.voice_helpers import clock_hours, heard, hours_near
+from tests.support.voice_helpers import clock_hours, heard, heard_end, hours_near
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet
 from tests.support.waiting import wait_line as _wait_text
 from tools.testbed import peer_satellite
@@ -88,7 +88,8 @@ def test_a_question_to_the_stock_satellite_is_answered_through_its_speaker(virtu
     if "tokyo" in transcript:  # the city heard right (a glitch of the loaded test bed's audio can blur it)
         # The judge, Whisper over the loaded test bed's audio, has written the Piper voice's
         # "Tokyo" as "tokivo": the place is checked loosely; the hour shows it was Tokyo's.
-        assert re.search(r"\btok", said) and clock_hours(said) & hours, said
+        told = re.search(r"\btok", said) or re.search(r"\btok", heard_end(judge, audio))
+        assert told and clock_hours(said) & hours, said
     assert "detection " in events.read_text()  # the hub told it the wake word was heard
     assert sat.poll() is None and hub.poll() is None
 

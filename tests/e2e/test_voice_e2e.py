@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.audiosignals import loud_seconds
 from tests.support.spoken import share_said
-from tests.support.voice_helpers import ask, clock_hours, heard, hours_near, loud_spans
+from tests.support.voice_helpers import ask, clock_hours, heard, heard_end, hours_near, loud_spans
 from tests.support.waiting import PATIENCE_S, wait_heard, wait_quiet, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
@@ -83,7 +83,7 @@ def test_time_in_tokyo_is_spoken(virtual_audio, iris, judge):
     # "2:41 a.m." as "241 a.m." at times; a clock time it did write must carry the right hour,
     # and when it wrote none, most of the reply's words must have been heard.
     in_speech = clock_hours(said)
-    assert re.search(r"\btok", said), f"IRIS said {said!r}"
+    assert re.search(r"\btok", said) or re.search(r"\btok", heard_end(judge, audio)), f"IRIS said {said!r}"
     assert in_speech & hours if in_speech else share_said(turn["reply"], said) >= 0.75, (
         f"IRIS said {said!r}; the reply was {turn['reply']!r}; Tokyo hour is {now:%H:%M}"
     )

@@ -18,6 +18,17 @@ def heard(judge, samples: np.ndarray) -> str:
     return asyncio.run(judge.transcribe(samples)).lower()
 
 
+def heard_end(judge, samples: np.ndarray, seconds: float = 2.5, rate: int = 16000) -> str:
+    """What a listener hears in the last ``seconds`` of sound of a recording: Whisper may
+    stop before the end of a long sentence (it heard "…November 30, 2020." where IRIS said
+    "…November 30, 2026 in Tokyo."); a listener would not."""
+    spans = loud_spans(samples, rate)
+    if not spans:
+        return ""
+    end = spans[-1][1]
+    return heard(judge, samples[int(max(0.0, end - seconds) * rate) : int((end + 0.2) * rate)])
+
+
 def heard_apart(judge, samples: np.ndarray, gap_s: float = 0.6, rate: int = 16000) -> list[str]:
     """What a listener hears in each stretch of sound between silences of ``gap_s`` or more
     (Whisper may stop after the first of two sentences a long pause apart)."""
