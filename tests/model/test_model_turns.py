@@ -74,6 +74,16 @@ async def test_pasta_timer_is_stored(ollama_server, tmp_path):
     assert timer.duration == pytest.approx(300)
 
 
+async def test_one_change_asked_ends_the_real_models_reply_at_its_call(ollama_server, tmp_path):
+    # The real model through the test server, which sends each call as soon as it is
+    # complete (as Ollama does): IRIS closes the reply there, whatever the model would add.
+    loop, db = make_loop(ollama_server, tmp_path)
+    trace = await ask(loop, "Set a tea timer for three minutes.")
+    assert [c["name"] for c in trace.tool_calls] == ["set_timer"], trace.to_dict()
+    assert trace.extra.get("cut") is True and trace.rounds == 1, trace.to_dict()
+    assert [t.label for t in TimerStore(db).pending()] == ["tea"]
+
+
 async def test_plain_chat_calls_no_tool(ollama_server, tmp_path):
     loop, _ = make_loop(ollama_server, tmp_path)
     trace = await ask(loop, "Tell me a short fun fact about octopuses.")
