@@ -18,6 +18,7 @@ from datetime import time as dtime
 
 import pytz
 
+from iris_voice.timers.spoken_times import read_moment, tokens
 from iris_voice.timers.wallclock import after_gap, occurrences, repeat_note
 
 MAX_DURATION = 7 * 24 * 3600.0
@@ -32,32 +33,11 @@ _UNITS = {
     **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
     **dict.fromkeys(("d", "day", "days"), 86400),
 }
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
-_WORDS = {w: i for i, w in enumerate((_ONES + " sixteen seventeen eighteen nineteen").split())}
-_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
 _UNCLEAR = "I couldn't understand"
 _FILLER = {"and", "&", ",", "plus"}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def _words_to_digits(tokens: list[str]) -> list[str]:
-    """Replace spelled-out numbers below 100 by digits: ["twenty", "five"] -> ["25"]."""
-    out: list[str] = []
-    for tok in tokens:
-        prev = int(out[-1]) if out and out[-1].isdigit() else None
-        if prev in _TENS.values() and _WORDS.get(tok, 10) < 10:
-            out[-1] = str(int(out[-1]) + _WORDS[tok])  # "twenty" "five" are one number
-        elif tok in _WORDS or tok in _TENS:
-            out.append(str(_WORDS.get(tok, _TENS.get(tok))))
-        else:
-            out.append(tok)
-    return out
-
-
-def _tokens(text: str) -> list[str]:
-    """Lower-case tokens: numbers, words and single punctuation marks."""
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text.lower())  # "twenty-five"
-    return _words_to_digits(re.findall(r"\d+(?:\.\d+)?|[a-z]+|[^\sa-z\d.]", text))
+_FRACTIONS = {"half": 0.5, "quarter": 0.25}
+_AND_A_PART = {"and a half": 0.5, "and a quarter": 0.25, "and 3 quarters": 0.75}
 
 
 def _checked(seconds: float, text: object) -> float:
@@ -73,9 +53,10 @@ def parse_duration(text: str | int | float) -> float:
     """Seconds in a spoken or written duration; ``ValueError`` saying what works otherwise.
 
     Accepts numbers (seconds), "300", "8 minutes", "8 min", "1h30m", "1 hour 30 minutes",
-    "an hour and a half", "half an hour", "90s", "2.5 hours", "1:30" (m:ss, or h:mm:ss),
-    "five minutes", "twenty five seconds" and a trailing bare number after a unit
-    ("1 minute 30" is 90 s, as people say it).
+    "an hour and a half", "an hour and a quarter", "half an hour", "three quarters of an
+    hour", "a couple of minutes", "90s", "2.5 hours", "1:30" (m:ss, or h:mm:ss), "five
+    minutes", "twenty five seconds", "a hundred seconds" and a trailing bare number after
+    a unit ("1 minute 30" is 90 s, as people say it). "A few minutes" is refused: no guess.
     """
     if isinstance(text, bool):  # bool is an int, but True seconds is a bug upstream
         raise ValueError(f"The duration {text!r} is not a duration. {DURATION_HELP}")
@@ -88,7 +69,7 @@ def parse_duration(text: str | int | float) -> float:
     if m := re.fullmatch(r"(\d+):([0-5]\d)(?::([0-5]\d))?", raw):
         a, b, c = int(m[1]), int(m[2]), m[3]
         return _checked(a * 3600 + b * 60 + int(c) if c else a * 60 + b, text)
-    total = _sum_tokens(_tokens(raw), text)
+    total = _sum_tokens(tokens(raw), text)
     return _checked(total, text)
 
 
@@ -100,8 +81,10 @@ def _sum_tokens(toks: list[str], text: object) -> float:
     def at(j: int) -> str:
         return toks[j] if j < len(toks) else ""
 
-    def and_a_half(j: int) -> bool:
-        return toks[j : j + 3] == ["and", "a", "half"]
+    def and_a_part(j: int) -> tuple[float, int]:
+        """The fraction said at ``j`` ("and a half", "and a quarter", "and 3 quarters"), and its length."""
+        value = _AND_A_PART.get(" ".join(toks[j : j + 3]), 0.0)
+        return value, 3 if value else 0
 
     while i < len(toks):
         tok = toks[i]
@@ -111,16 +94,17 @@ def _sum_tokens(toks: list[str], text: object) -> float:
         if tok in ("a", "an") and at(i + 1) in ("half", "quarter"):
             i += 1  # "a half hour", "a quarter of an hour"
             tok = toks[i]
-        if tok in ("half", "quarter"):
-            value, i = (0.5 if tok == "half" else 0.25), i + 1
+        if tok in ("half", "quarter") or (tok == "3" and at(i + 1) == "quarters"):
+            value, i = (0.75, i + 2) if tok == "3" else (_FRACTIONS[tok], i + 1)
+            tok = "quarter"  # "three quarters of an hour": a fraction needs its unit
             i += at(i) == "of"
             i += at(i) in ("a", "an")
         elif tok in ("a", "an") and at(i + 1) in _UNITS:
             value, i = 1.0, i + 1  # "an hour"
         elif _NUMBER.fullmatch(tok):
             value, i = float(tok), i + 1
-            if and_a_half(i):  # "one and a half hours"
-                value, i = value + 0.5, i + 3
+            part, skip = and_a_part(i)  # "one and a half hours"
+            value, i = value + part, i + skip
         else:
             raise bad
         if at(i) in _UNITS:
@@ -131,8 +115,8 @@ def _sum_tokens(toks: list[str], text: object) -> float:
             unit = last_unit // 60  # "1 minute 30": the next smaller unit
         else:
             raise bad
-        if and_a_half(i):  # "an hour and a half"
-            value, i = value + 0.5, i + 3
+        part, skip = and_a_part(i)  # "an hour and a half", "an hour and a quarter"
+        value, i = value + part, i + skip
         total, last_unit, pairs = total + value * unit, unit, pairs + 1
     if pairs == 0:
         raise bad
@@ -220,14 +204,17 @@ def parse_when(text: str, now: datetime) -> datetime:
 def resolve_when(text: str, now: datetime) -> When:
     """The moment a spoken time refers to, after ``now`` (aware), in ``now``'s zone.
 
-    Understands "in 2 hours", "in 10 minutes", "2 hours from now", "at 7 pm", "7:30",
-    "19:30", "at 7:30 am tomorrow", "tomorrow at 9", "noon" and "midnight". A clock
-    time already past today means tomorrow. Without am/pm an hour up to 12 means its
-    next occurrence ("7:30" at 10:00 is 19:30 today), except with "tomorrow", where it
-    is taken as written (morning). Across a daylight-saving change a clock time is its
-    first occurrence still to come (the repeated hour happens twice), and a time the
-    clocks skip becomes the time after the jump, with ``skipped`` set so the answer can
-    say so. ``ValueError`` with the forms that work otherwise.
+    Understands "in 2 hours", "in a couple of minutes", "2 hours from now", "at 7 pm",
+    "7:30", "seven thirty", "19:30", "half past 6", "quarter to 8", "ten past nine in the
+    evening", "at 7:30 am tomorrow", "tomorrow at 9", "tonight at 8", "friday at noon",
+    "noon" and "midnight"; a part of the day alone is its usual hour ("tomorrow morning"
+    is 9:00, ``spoken_times.PARTS_OF_DAY``). A clock time already past today means
+    tomorrow. Without am/pm an hour up to 12 means its next occurrence ("7:30" at 10:00
+    is 19:30 today), except on a day named ("tomorrow", "friday"), where it is taken as
+    written (morning). Across a daylight-saving change a clock time is its first
+    occurrence still to come (the repeated hour happens twice), and a time the clocks
+    skip becomes the time after the jump, with ``skipped`` set so the answer can say so.
+    ``ValueError`` with the forms that work otherwise.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -236,39 +223,30 @@ def resolve_when(text: str, now: datetime) -> When:
     if m := re.fullmatch(r"in (.+)|(.+) from now", s):
         try:
             seconds = parse_duration(m[1] or m[2])
-        except ValueError as exc:  # keep "too long"/"zero", replace "couldn't understand"
-            raise (bad if str(exc).startswith(_UNCLEAR) else exc) from None
-        return When(datetime.fromtimestamp(now.timestamp() + seconds, now.tzinfo))
-    words = " ".join(_tokens(s.replace("o'clock", "").replace(":", " : ")))
-    tomorrow = bool(re.search(r"\btomorrow\b", words))
-    meridiem = "am" if re.search(r"\bmorning\b", words) else None
-    meridiem = "pm" if re.search(r"\b(afternoon|evening|tonight)\b", words) else meridiem
-    drop = r"\b(at|tomorrow|today|tonight|this|in|the|morning|afternoon|evening|oclock)\b"
-    rest = " ".join(re.sub(drop, " ", words).split())
-    if rest in ("noon", "midday", "12 noon"):
-        hours, minute = [12], 0
-    elif rest == "midnight":
-        hours, minute = [0], 0
-    elif m := re.fullmatch(r"(\d{1,2})(?: ?[:.]? ?(\d{2}))? ?(am|pm)?", rest):
-        hour, minute, meridiem = int(m[1]), int(m[2] or 0), m[3] or meridiem
-        if minute > 59 or hour > 23 or (meridiem and not 1 <= hour <= 12):
-            raise bad
-        if meridiem:
-            hours = [hour % 12 + (12 if meridiem == "pm" else 0)]
-        elif 1 <= hour <= 12 and not m[1].startswith("0"):
-            hours = [hour, (hour + 12) % 24]  # "at 7" is the next 7 o'clock, am or pm
-        else:
-            hours = [hour]  # "19:30", "07:30": 24-hour clock
-    else:
+            return When(datetime.fromtimestamp(now.timestamp() + seconds, now.tzinfo))
+        except ValueError as exc:  # keep "too long"/"zero"; "in the evening" is no span
+            if not str(exc).startswith(_UNCLEAR):
+                raise
+    said = read_moment(" ".join(tokens(re.sub(r"\bo'? ?clock\b", "", s).replace(":", " : "))))
+    if said is None:
         raise bad
     # by timestamp: datetimes sharing a zoneinfo tzinfo compare by wall time, which makes
     # the second 2:30 of the night the clocks go back look earlier than 2:40
     at, today = now.timestamp(), now.astimezone(now.tzinfo).date()
-    upcoming = [] if tomorrow else _at(today, hours, minute, now.tzinfo)
-    upcoming = [w for w in upcoming if w.moment.timestamp() > at]
-    if not upcoming:  # past today (or "tomorrow"): tomorrow, at the hour as said
-        upcoming = _at(today + timedelta(days=1), hours[:1], minute, now.tzinfo)
-    return min(upcoming, key=lambda w: w.moment.timestamp())
+    days = said.days or 0
+    if said.weekday is not None:  # the next such day: today only while the time is to come
+        days = (said.weekday - today.weekday()) % 7
+    if days:  # a day named: the hour as said
+        return min(_at(today + timedelta(days), said.hours[:1], said.minute, now.tzinfo), key=_stamp)
+    upcoming = [w for w in _at(today, said.hours, said.minute, now.tzinfo) if w.moment.timestamp() > at]
+    if not upcoming:  # past today: the next day (a week on for a weekday), at the hour as said
+        later = timedelta(days=1 if said.weekday is None else 7)
+        upcoming = _at(today + later, said.hours[:1], said.minute, now.tzinfo)
+    return min(upcoming, key=_stamp)
+
+
+def _stamp(when: When) -> float:
+    return when.moment.timestamp()
 
 
 def speak_clock(moment: datetime) -> str:
