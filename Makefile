@@ -9,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Test-bed models live outside the repository so fresh clones reuse them.
 export IRIS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/iris
 
-.PHONY: bench-aec wake-verifier bench-wake-verifier bench-threads bench-wake-capture bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
+.PHONY: bench-replies bench-aec wake-verifier bench-wake-verifier bench-threads bench-wake-capture bench-stt-window bench-honest peers bench-wyoming bench-rooms bench-tools mcp-npm bench-levers bench-ear bench-abuse soak setup venv models fixtures audio-deps test test-fast lint format demo bench bench-voice bench-speech bench-audio bench-boost bench-endpoint bench-human-speech bench-wake clean deb deb-deps test-deb bench-mcp bench-stt bench-hub
 
 setup: venv models fixtures mcp-npm
 
@@ -90,6 +90,11 @@ bench: setup
 # What IRIS says to requests it cannot serve (devices, calls, purchases, movement, messages):
 # side effects, call syntax, claimed actions, replies cut mid-sentence, timer questions nobody
 # asked for, echoes; `make bench-honest HALVES=dev` while tuning, MCP=1 adds the six servers.
+# Both sides of what IRIS says (tools/bench/replies.py): the must-serve set and the must-refuse
+# sets in one run, per rule of the reply policy; HALVES=dev while tuning, OFF=rule,rule to ablate.
+bench-replies: setup
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.replies $(if $(HALVES),--halves $(HALVES)) $(if $(OFF),--off $(OFF))
+
 bench-honest: setup
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.honest $(if $(HALVES),--halves $(HALVES)) $(if $(MCP),--mcp)
 

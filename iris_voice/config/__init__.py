@@ -20,10 +20,12 @@ from iris_voice.config.remote import BoostConfig, McpConfig, McpServerConfig
 from iris_voice.config.satellite import SatelliteConfig
 from iris_voice.config.sections import (
     DEFAULT_SYSTEM_PROMPT,
+    REPLY_RULES,
     AudioConfig,
     ConversationsConfig,
     IntentsConfig,
     LlmConfig,
+    ReplyConfig,
     RetrievalConfig,
     SttConfig,
     ToolsConfig,
@@ -45,6 +47,8 @@ __all__ = [
     "LlmConfig",
     "McpConfig",
     "McpServerConfig",
+    "REPLY_RULES",
+    "ReplyConfig",
     "RetrievalConfig",
     "ServeConfig",
     "SatelliteConfig",
@@ -75,6 +79,7 @@ class Config(_Section):
     mcp: McpConfig = McpConfig()
     intents: IntentsConfig = IntentsConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
+    reply: ReplyConfig = ReplyConfig()
     serve: ServeConfig = ServeConfig()
     satellite: SatelliteConfig = SatelliteConfig()
     conversations: ConversationsConfig = ConversationsConfig()

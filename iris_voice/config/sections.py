@@ -233,6 +233,38 @@ class RetrievalConfig(_Section):
     (examples, defaults, enums, "e.g." in a description): measured in docs/benchmarks.md."""
 
 
+REPLY_RULES = (
+    "syntax",
+    "claims",
+    "own_claims",
+    "described_call",
+    "retry_words",
+    "explain",
+    "closing",
+    "unknown_tool",
+    "repeated_call",
+    "one_change",
+    "grounding",
+    "forget_refusal",
+)
+"""The reply policy's rules, in the order they act (``conversation.policy`` says what each guards against)."""
+
+
+class ReplyConfig(_Section):
+    """The reply policy: the rules that judge, hold or replace what the model says."""
+
+    off: list[str] = []
+    """Rules switched off (names from ``REPLY_RULES``); every rule is on by default."""
+
+    @field_validator("off")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [v for v in value if v not in REPLY_RULES]
+        if unknown:
+            raise ValueError(f"unknown rule {unknown[0]!r}; the rules are: {', '.join(REPLY_RULES)}")
+        return value
+
+
 class ConversationsConfig(_Section):
     """Conversations other than this machine's own: each satellite's, each Wyoming client's."""
 

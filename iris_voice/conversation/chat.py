@@ -26,11 +26,15 @@ from typing import Any
 
 from iris_voice.config import LlmConfig, RetrievalConfig
 from iris_voice.conversation.direct import direct_sentences, said_results
-from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages
+from iris_voice.conversation.followup import referent
+from iris_voice.conversation.history import ToolMode, tool_turn_messages
 from iris_voice.conversation.honest import ClaimGuard, topic_words
+from iris_voice.conversation.policy import ReplyPolicy
+from iris_voice.conversation.prompt import Prompt
 from iris_voice.conversation.repairs import (
     LIMIT_NOTE,
     NOT_DONE,
+    WORDS_NOTE,
     act_now,
     answer_now,
     closing_words,
@@ -48,10 +52,10 @@ from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.client import ChatBackend
 from iris_voice.llm.sentences import SentenceSplitter
 from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, strip_markup
-from iris_voice.tools.choice import CHOICE_NOTE, NotAChoice, choice_schema, chosen
+from iris_voice.tools.choice import NotAChoice
+from iris_voice.tools.intents import REFERENT
 from iris_voice.tools.paths import repair_paths
-from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, Tool, ToolRegistry, ToolResult
-from iris_voice.tools.render import manifest, render
+from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, NOT_WANTED, Tool, ToolRegistry, ToolResult
 from iris_voice.tools.repair import repair_zones
 
 log = logging.getLogger(__name__)
@@ -68,7 +72,7 @@ def clean_sentence(sentence: str) -> str:
     return text if any(c.isalnum() for c in text) else ""
 
 
-class ChatLoop:
+class ChatLoop(Prompt):
     """Answers turns with a ``ChatBackend`` and a ``ToolRegistry`` (a ``Producer``)."""
 
     def __init__(
@@ -79,12 +83,15 @@ class ChatLoop:
         publish: Callable[[Event], None] | None = None,
         first_clause_words: int = 0,
         retrieval: RetrievalConfig | None = None,
+        policy: ReplyPolicy | None = None,
     ) -> None:
         self.backend = backend
         self.registry = registry
         self.cfg = cfg
         self.first_clause_words = first_clause_words
         """The reply's first piece may be a clause of this many words (``tts.first_clause_words``)."""
+        self.policy = policy or ReplyPolicy()
+        """The reply rules switched on; each decision goes into the turn's trace."""
         self.picker = ToolPicker(registry, retrieval or RetrievalConfig())
         """Chooses the hidden tools each turn shows (``[retrieval]``)."""
         self.mode = ToolMode.TEXT if cfg.tool_mode == "text" else ToolMode.NATIVE
@@ -93,63 +100,7 @@ class ChatLoop:
         self._rendered: tuple[tuple[str, ...], list[dict[str, Any]]] | None = None
         self._no_format = NotAChoice()  # set once a reply shows the server ignores ``format``
 
-    # -- prompt -----------------------------------------------------------------
-    @property
-    def _native_tools(self) -> list[dict[str, Any]]:
-        """The tools in Ollama's format, rendered again only when the registry changed (eager
-        MCP servers add theirs after start); identical text keeps the server's prompt cache."""
-        listed = self.picker.listed()  # on-demand tools ride on the turns that need them
-        names = tuple(t.name for t in listed)
-        if self._rendered is None or self._rendered[0] != names:
-            self._rendered = (names, render([t.spec for t in listed], "ollama"))
-        return self._rendered[1]
-
-    def system_message(self) -> Message:
-        """The constant system message for the current tool mode."""
-        text = self.cfg.system_prompt
-        if self.mode == ToolMode.TEXT and len(self.registry):
-            text += "\n\n" + manifest(self.registry.specs(), self.cfg.text_format)
-        return {"role": "system", "content": text}
-
-    def _messages(self, turn: Turn, picked: list[Tool] | None = None, note: str = "") -> list[Message]:
-        # The picked tools ride on this turn's user message only: the history keeps the words.
-        first, *rest = turn.messages
-        asked = self.picker.with_tools(first, picked or [], note)
-        return [self.system_message(), *turn.history, asked, *rest]
-
-    def _constrained(self, picked: list[Tool]) -> bool:
-        """Whether this round's choice is written in JSON a grammar keeps (``llm.choice``)."""
-        wanted = self.cfg.choice == "always" or (self.cfg.choice == "retrieved" and bool(picked))
-        formats = bool(getattr(self.backend, "formats", False)) and not self._no_format.seen
-        return wanted and formats and self.mode == ToolMode.NATIVE
-
-    def _stream(self, turn: Turn, picked: list[Tool], tools: list[dict[str, Any]] | None, constrained: bool):
-        """The model's reply to this round: a constrained choice among the tools shown (the
-        listed ones and the turn's picked ones), else as it writes it. The listed tools
-        still go as ``tools``, so the cached prompt prefix stays the same."""
-        if not constrained:
-            return self.backend.stream(self._messages(turn, picked), tools)
-        shown = [*(t.spec for t in self.picker.listed()), *(t.spec for t in picked)]
-        messages = self._messages(turn, picked, CHOICE_NOTE)
-        reply = self.backend.stream(messages, tools, fmt=choice_schema(shown))  # type: ignore[call-arg]
-        return chosen(reply, [s.name for s in shown], self._no_format)
-
     # -- turns ------------------------------------------------------------------
-    async def warmup(self, history: list[Message] | None = None) -> None:
-        """Load the model and fill the server's prompt cache with the constant prefix
-        (and ``history``, when given)."""
-        msgs = [self.system_message(), *(history or []), {"role": "user", "content": "Hi"}]
-        tools = self._native_tools if self.mode == ToolMode.NATIVE and self._native_tools else None
-        try:
-            async for _ in self.backend.stream(msgs, tools, {"num_predict": 1}):
-                pass
-        except LlmError as exc:
-            if exc.code == Code.LLM_NO_TOOLS and self.cfg.tool_mode == "auto":
-                self.mode = ToolMode.TEXT
-                await self.warmup(history)
-                return
-            raise
-
     def produce(self, turn: Turn) -> AsyncIterator[str]:
         """The turn's sentences from the tool loop (``Producer``)."""
         return self.run_rounds(turn)
@@ -161,7 +112,7 @@ class ChatLoop:
         The protocol reads here; what a small model needs beyond it (one more round without
         tools, a repeated call, closing words) are the named steps it calls (``repairs``).
         """
-        trace = turn.trace
+        trace, policy = turn.trace, self.policy
         if trace.execution_path is None:
             trace.execution_path = ExecutionPath(self.mode)
         picked = self.picker.pick(turn.text, turn.history) if self.mode == ToolMode.NATIVE else []
@@ -174,32 +125,36 @@ class ChatLoop:
                 yield sentence
             calls = rnd.calls()
             if not calls or not rnd.tools:
-                if act_now(turn, loop, rnd):
+                if (said := self._round_end(turn, loop, rnd)) is None:
                     continue
-                if rnd.undone:  # told, and still only words: nothing was done, as IRIS says
-                    yield loop.spoke(rnd, NOT_DONE)
-                    return
-                if retry_without_tools(turn, loop, rnd) or explain_now(turn, loop, rnd):
-                    continue
-                if closing := closing_words(trace, loop):
-                    yield closing
+                if said:
+                    yield loop.spoke(rnd, said)
                 return
-            if all(self.registry.get(n) is None for n, _ in calls):
+            if policy.on("unknown_tool") and all(self.registry.get(n) is None for n, _ in calls):
                 # Calls to tools nobody has ("open_garage_door"): an action IRIS cannot do.
                 trace.extra["unknown_tools"] = [n for n, _ in calls]
+                policy.record(trace, "unknown_tool", "replaced", ", ".join(n for n, _ in calls), CANNOT)
                 yield CANNOT
                 return
-            if loop.repeated(calls):
+            if policy.on("repeated_call") and loop.repeated(calls):
                 # Small models tend to repeat a call they already made instead of answering:
                 # what they said around it is the answer; if nothing, ask for it in words.
+                policy.record(trace, "repeated_call", "cut" if rnd.said else "asked again", calls[0][0])
                 if rnd.said:
                     return
                 answer_now(turn, loop, LIMIT_NOTE)
                 continue
             results, refusal = await self._run_calls(turn, loop, calls)
-            if refusal:  # not grounded in the user's words: said instead, nothing ran
+            if refusal:  # not grounded in the user's words: the tool's question, nothing ran
                 yield refusal
                 return
+
+            if results and all(NOT_WANTED in r.result for r in results):
+                # A side effect the request is not about ("Call me Sam." set a reminder): the
+                # round is asked again without it — the call and its error are not shown, since
+                # a model that reads them copies them — for words the rules judge as any other.
+                answer_now(turn, loop, WORDS_NOTE)
+                continue
             first = not _tool_answered(turn)
             turn.messages.extend(tool_turn_messages(self.mode, self._said_around(rnd, loop), results))
             if (said := said_results(self.registry, turn.text, results, len(calls), first)) is not None:
@@ -211,6 +166,25 @@ class ChatLoop:
             if loop.calls_made >= loop.limit:
                 turn.messages.append({"role": "user", "content": LIMIT_NOTE})
 
+    def _round_end(self, turn: Turn, loop: Loop, rnd: Round) -> str | None:
+        """A round without calls (or whose calls are not taken) ended: None to ask the model
+        again (its note already in the messages), else what to say last ("": nothing)."""
+        policy, trace = self.policy, turn.trace
+        if policy.on("own_claims") and act_now(turn, loop, rnd):
+            policy.record(trace, "own_claims", "asked again", " ".join(rnd.undone))
+            return None
+        if rnd.undone:  # told, and still only words: nothing was done, as IRIS says
+            policy.record(trace, "own_claims", "replaced", " ".join(rnd.undone), NOT_DONE)
+            return NOT_DONE
+        for rule, again in (("retry_words", retry_without_tools), ("explain", explain_now)):
+            if policy.on(rule) and again(turn, loop, rnd):
+                policy.record(trace, rule, "asked again")
+                return None
+        if policy.on("closing") and (closing := closing_words(trace, loop)):
+            policy.record(trace, "closing", "said", loop.last, closing)
+            return closing
+        return ""
+
     async def _speak(self, turn: Turn, loop: Loop, rnd: Round) -> AsyncIterator[str]:
         """One model round: its speakable sentences as they come (call syntax and tool names
         held back), its text and calls into ``rnd``."""
@@ -221,24 +195,27 @@ class ChatLoop:
         shown = (*self.picker.listed(), *loop.picked)
         answered = _tool_answered(turn)
         topic = topic_words([str(t.meta.get("server_description", "")) for t in loop.picked])
+        policy = self.policy
         guard = ClaimGuard(
             turn.text,
             active=not acted,
+            world=policy.on("claims"),
+            own_actions=policy.on("own_claims"),
             descriptions=tuple(t.spec.description for t in shown),
             topic=() if answered else topic,
         )
 
         def enough() -> bool:
             # The one change asked for has come: the rest of the round is not waited for.
-            made = rnd.calls() if rnd.tools else []
+            made = rnd.calls() if rnd.tools and policy.on("one_change") else []
             return bool(made) and change_made(turn.text, self.registry, made)
 
         async for sentence, content, calls in self._one_round(
             turn, rnd.tools, turn.trace, rnd.written, loop.picked, clause, enough
         ):
             if sentence is not None and (sentence := clean_sentence(sentence)):
-                if unspeakable(sentence, loop.names):
-                    log.info("not spoken (call syntax or a tool name): %r", sentence)
+                if policy.on("syntax") and unspeakable(sentence, loop.names):
+                    policy.record(turn.trace, "syntax", "dropped", sentence)
                     loop.dropped = loop.cut = True
                     rnd.withheld.append(sentence)
                     continue
@@ -246,23 +223,32 @@ class ChatLoop:
                     yield loop.spoke(rnd, said)
             rnd.content += content
             rnd.structured.extend(calls)
-        if rnd.tools and not rnd.calls() and (described := described_call(rnd.withheld, shown)):
-            log.info("a call described in words, not made: making it: %s", described)
+        described = (
+            policy.on("described_call")
+            and rnd.tools
+            and not rnd.calls()
+            and described_call(rnd.withheld, shown)
+        )
+        if described:
+            policy.record(turn.trace, "described_call", "called", f"{described[0]}({described[1]})")
             rnd.structured.append(described)
+        # What the model wrote, round by round, beside what was said (``iris ask --json``).
+        turn.trace.extra.setdefault("model_wrote", []).append(rnd.content)
         called = any(self.registry.get(n) is not None for n, _ in rnd.calls())
-        for said in guard.settle(called):
+        settled = guard.settle(called)
+        for said in settled:
             yield loop.spoke(rnd, said)
         if guard.undone and guard.recital and (bare := self._bare_reader(guard.recited, shown)):
             # It read out a tool that changes nothing and needs no argument: called as named.
-            log.info("%s recited and not called: calling it", bare)
+            policy.record(turn.trace, "claims", "called", " ".join(guard.undone), bare)
             rnd.structured.append((bare, {}))
             guard.undone = []
         if guard.refused:
-            log.info("not spoken (claims an action no tool performed): %r", guard.refused)
+            policy.record(turn.trace, "claims", "replaced", " ".join(guard.refused), CANNOT)
             turn.trace.extra["claimed"] = guard.refused
+        for dropped in guard.dropped:
+            policy.record(turn.trace, "claims", "dropped", dropped)
         rnd.undone = guard.undone
-        if rnd.undone:
-            log.info("not spoken (a timer action claimed or a tool recited, no call): %r", rnd.undone)
 
     @staticmethod
     def _bare_reader(description: str, shown: tuple[Tool, ...]) -> str | None:
@@ -293,10 +279,17 @@ class ChatLoop:
                 args = repair_zones(tool, args, turn.text)  # "UTC" for the Tokyo the user said
                 # "/home/user/notes" for the server's notes folder (it lists a directory: off the loop)
                 args = await asyncio.to_thread(repair_paths, tool, args)
-            res = await self.registry.call(name, args, request=turn.text)
+            grounded = turn.text if self.policy.on("grounding") else None
+            referred = REFERENT.set(referent(turn.history, self.registry))
+            try:
+                res = await self.registry.call(name, args, request=grounded)
+            finally:
+                REFERENT.reset(referred)
             results.append(res)
             turn.trace.add_call(res)
             self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
+            if res.refusal or NOT_WANTED in res.result:
+                self.policy.record(turn.trace, "grounding", "not run", f"{name}({args})", res.refusal)
             if res.refusal:
                 turn.trace.extra["refused"] = res.name
                 return results, res.refusal
@@ -353,8 +346,8 @@ class ChatLoop:
                 if len(speak.calls) > len(written) - before:  # a call written as text, complete
                     written.extend(speak.calls[len(written) - before :])
                 yield None, chunk.content, calls
-                if enough():
-                    log.info("the change asked for is called: the rest of the round is not generated")
+                if enough():  # the change asked for is called: the rest is not generated
+                    self.policy.record(trace, "one_change", "cut", ", ".join(n for n, _ in calls))
                     trace.extra["cut"] = True
                     break
         except LlmError as exc:

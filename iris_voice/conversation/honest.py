@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from iris_voice.tools.lexicon import asks_change, in_conversation, opens_with
 from iris_voice.tools.registry import CANNOT
 
 # Verbs that act on the world beyond IRIS's tools: devices, media, calls and messages,
@@ -77,7 +78,8 @@ _STATE = re.compile(
     r"|\b(?:has|have) (?:now )?been\s+(?:opened|closed|shut|locked|unlocked|ordered|booked|sent|paid|"
     r"set|changed|adjusted|increased|decreased|raised|lowered|dimmed|started|stopped|placed|"
     r"turned (?:on|off|up|down)|switched (?:on|off))\b"
-    r"|\b(?:is|are) (?:now )?on (?:its|their|the) way\b",
+    # "on the way from A to B" is a route, not a delivery
+    r"|\b(?:is|are) (?:now )?on (?:its|their|the) way\b(?!\s+(?:from|to|between|back|there)\b)",
     re.IGNORECASE,
 )
 """A claim that the world changed: "The garage door is now open.", "The volume has been set
@@ -109,11 +111,7 @@ _SMALL = set(
     "can could would you me it this that some up down off sure okay ok right away".split()
 )
 """Words that add nothing of their own to an echo."""
-_ORDER = re.compile(
-    r"^\W*(?:(?:hey|ok|okay|please|iris|jarvis|can you|could you|would you|will you)\W+)*"
-    rf"(?:{'|'.join(_VERBS)}|set|start|make|put|get|add|go|book)\b",
-    re.IGNORECASE,
-)
+_ORDER = opens_with([*_VERBS, "set", "start", "make", "put", "get", "add", "go", "book"])
 """A request for an action: it opens with its verb."""
 _LIVE_QUESTION = re.compile(
     r"^\W*(?:will|is|are|does|do|has|have)\s+(?:it|there|the|my|our)\b"
@@ -143,6 +141,8 @@ _OWN_CLAIM = re.compile(
 )
 """IRIS says it did (or will do) what only its timer tools do: "The pasta timer has been
 cancelled.", "I've set a timer for 8 minutes.", "Timer set."."""
+
+
 _OWN_ORDER = re.compile(
     r"^(?=.*\b(?:remind|timers?|reminders?|alarms?)\b)"
     r"(?=.*\b(?:set|start|cancel+(?:ed)?|stop|delete|remove|add|create|make|remind|schedule|put|clear)\b)",
@@ -152,11 +152,13 @@ _OWN_ORDER = re.compile(
 
 
 def claims_own(sentence: str, request: str) -> bool:
-    """True when ``request`` asks for a timer or reminder action and ``sentence`` says it
-    was done (which only a call can make true). "Your pasta timer has 3 minutes left." is
-    no claim; neither is anything said about a request that asks for no such action."""
+    """True when ``request`` asks for a change — a timer or reminder action, or any request
+    that opens with a verb of changing ("cancel it" names no timer) — and ``sentence`` says
+    a timer action was done (which only a call can make true). "Your pasta timer has 3
+    minutes left." is no claim; nor is a timer recalled for "thanks a lot"."""
     text = " ".join(sentence.replace("’", "'").split())
-    return bool(_OWN_ORDER.search(request)) and not _NEGATED.search(text) and bool(_OWN_CLAIM.search(text))
+    asked = bool(_OWN_ORDER.search(request)) or asks_change(request)
+    return asked and not _NEGATED.search(text) and bool(_OWN_CLAIM.search(text))
 
 
 def _words(text: str) -> list[str]:
@@ -227,7 +229,7 @@ def claims(sentence: str, request: str = "") -> bool:
     having done or able to do something on the world, the world changed, or the request
     itself repeated as the answer or said done. A refusal ("I can't open doors") claims nothing."""
     text = " ".join(sentence.replace("’", "'").split())
-    if _NEGATED.search(text):
+    if _NEGATED.search(text) or in_conversation(text):
         return False
     if _CLAIM.search(text):
         return True
@@ -250,6 +252,12 @@ class ClaimGuard:
     """The user's words (for ``echoes``)."""
     active: bool = True
     """False once a tool has acted in the turn: the model speaks about its result."""
+    world: bool = True
+    """Judge claims of actions on the world, recitals and guesses (the ``claims`` rule)."""
+    own_actions: bool = True
+    """Judge claims of IRIS's own timer actions (the ``own_claims`` rule)."""
+    dropped: list[str] = field(default_factory=list)
+    """Recitals and guesses not said because a call followed them (for the trace)."""
     held: list[str] = field(default_factory=list)
     """Sentences held back since the first claim."""
     refused: list[str] = field(default_factory=list)
@@ -276,9 +284,9 @@ class ClaimGuard:
 
     def feed(self, sentence: str) -> list[str]:
         """The sentences that may be spoken now (none while a claim is held)."""
-        if not self.active:
+        if not self.active or not (self.world or self.own_actions):
             return [sentence]
-        if not self.held:
+        if not self.held and self.world:
             share, description = recital(" ".join([*self.maybe, sentence]), self.descriptions)
             if share >= RECITED:
                 self.own = self.recital = True
@@ -292,11 +300,11 @@ class ClaimGuard:
         return released + self._judge(sentence)
 
     def _judge(self, sentence: str) -> list[str]:
-        if not self.held and claims_own(sentence, self.request):
+        if not self.held and self.own_actions and claims_own(sentence, self.request):
             self.own = True
-        elif not self.held and guesses(sentence, self.topic):
+        elif not self.held and self.world and guesses(sentence, self.topic):
             self.guess = True
-        if self.held or self.own or self.guess or claims(sentence, self.request):
+        if self.held or self.own or self.guess or (self.world and claims(sentence, self.request)):
             self.held.append(sentence)
             return []
         return [sentence]
@@ -311,7 +319,10 @@ class ClaimGuard:
         said = [s for piece in pending for s in self._judge(piece)]
         held, self.held = self.held, []
         if not held or called:
-            return said + ([] if self.recital or self.guess else held)
+            if self.recital or self.guess:
+                self.dropped = held
+                return said
+            return said + held
         if self.own:
             self.undone = held
             return said

@@ -37,6 +37,9 @@ LIMIT_NOTE = "Answer my question now in one short sentence, using the tool resul
 """Sent when the calls are used up (or a call repeats): the answer, in words."""
 NO_TOOL_NOTE = "The tools could not help. Answer my question now in one short sentence. Do not call tools."
 """Sent when every call failed and the model fell silent."""
+WORDS_NOTE = "(Reply in one short sentence, without tools.)"
+"""Sent when a call was made for something nobody asked of its tool ("Call me Sam." set a
+reminder): the reply is the model's, in words (the reply rules still judge it)."""
 ACT_NOTE = "Nothing has been done: you called no tool. Call the tool for my request now."
 """Sent when the model said a timer action was done without calling its tool."""
 NOT_DONE = "Sorry, that did not work; nothing was changed."
@@ -55,7 +58,9 @@ def _plain(text: str) -> str:
 
 
 _NOTE_SENTENCES = frozenset(
-    _plain(part) for note in (LIMIT_NOTE, NO_TOOL_NOTE, ACT_NOTE) for part in re.split(r"(?<=[.:])\s+", note)
+    _plain(part)
+    for note in (LIMIT_NOTE, NO_TOOL_NOTE, ACT_NOTE, WORDS_NOTE)
+    for part in re.split(r"(?<=[.:])\s+", note)
 )
 """The sentences of IRIS's own notes to the model."""
 

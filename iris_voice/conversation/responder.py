@@ -18,6 +18,7 @@ from iris_voice.conversation.boost import Boost
 from iris_voice.conversation.chat import ChatLoop
 from iris_voice.conversation.fastpath import FastPath
 from iris_voice.conversation.history import Bounds, Conversation
+from iris_voice.conversation.policy import ReplyPolicy
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.conversation.turn import Producer, Turn, run_turn
 from iris_voice.conversation.warm import PromptWarmer
@@ -92,9 +93,11 @@ class Assistant:
         turn = Turn.start(text, self.conversation, trace, hold)
         producer: Producer = self.boost if self.boost is not None else self.chat
         if self.fast is not None:
-            producer = await self.fast.route(text, producer, self.chat.mode)
+            producer = await self.fast.route(text, producer, self.chat.mode, turn.history)
         # aclosing: when the listener stops early, the turn is closed (and recorded) now
-        async with contextlib.aclosing(run_turn(turn, producer, self.conversation, self._publish)) as said:
+        async with contextlib.aclosing(
+            run_turn(turn, producer, self.conversation, self._publish, self.chat.policy)
+        ) as said:
             async for sentence in said:
                 yield sentence
 
@@ -138,6 +141,7 @@ def build_responder(
         publish=publish,
         first_clause_words=clause,
         retrieval=cfg.retrieval,
+        policy=ReplyPolicy(frozenset(cfg.reply.off)),
     )
     bounds = Bounds(llm.history_turns, llm.history_tokens, llm.history_idle_reset_s)
     boost = None

@@ -24,6 +24,7 @@ from typing import Any
 from iris_voice.config import RetrievalConfig
 from iris_voice.conversation.history import Message
 from iris_voice.tools.examples import with_example
+from iris_voice.tools.lexicon import asks_change
 from iris_voice.tools.registry import Tool, ToolRegistry, about
 from iris_voice.tools.render import render
 from iris_voice.tools.repair import asks_conversion
@@ -31,19 +32,12 @@ from iris_voice.tools.retrieval import ToolIndex, words
 
 log = logging.getLogger(__name__)
 _FOLLOW_UP = re.compile(r"^\W*(?:and|also|now|then|what about|how about|same for)\b", re.IGNORECASE)
-# A request that asks for a change opens with a verb of changing ("Remember that…", "Please
-# set…", "Can you add…"); "Show me the commit history" asks to be told, whatever its nouns.
+# Verbs of changing, counted ("create a branch and switch to it": two changes asked).
 _CHANGE_VERBS = (
     r"(?:set|create|add|remember|save|store|write|delete|remove|update|change|rename|move|edit"
     r"|append|insert|commit|stage|reset|check ?out|switch|forget|erase|record|note|put|clear)"
 )
 _CHANGE = re.compile(rf"\b{_CHANGE_VERBS}\b", re.IGNORECASE)
-_CHANGE_ORDER = re.compile(
-    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|then|iris|jarvis|can you|could you|would you"
-    r"|will you|i want you to|i'd like you to|i want to|i'd like to|go ahead and|let's)\W+)*"
-    rf"{_CHANGE_VERBS}\b",
-    re.IGNORECASE,
-)
 _CREATE = re.compile(r"\b(?:create|add|new|remember|save|store|note|record|append|insert|put)\b", re.I)
 _DELETE = re.compile(r"\b(?:delete|remove|forget|erase|reset|clear|drop|discard|undo)\b", re.I)
 # A tool whose name holds one of these verbs changes something (unless its server says it
@@ -226,14 +220,6 @@ class ToolPicker:
         if note:
             parts.append(note)
         return message if len(parts) == 1 else {**message, "content": "\n\n".join(parts)}
-
-
-def asks_change(text: str) -> bool:
-    """Whether ``text`` asks for a change: it opens with a verb of changing (after a
-    greeting or "please", "can you"…). A question never does, and neither does a request
-    to be shown something that names one ("Show me the commit history": a tool shown for
-    it made a commit)."""
-    return bool(_CHANGE_ORDER.match(text))
 
 
 def changes_asked(text: str) -> int:

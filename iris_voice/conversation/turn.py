@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from iris_voice.conversation.history import Conversation, Message
+from iris_voice.conversation.policy import ReplyPolicy
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.events import Event, SentenceReady, TurnDiscarded, TurnFinished, TurnStarted
 from iris_voice.tools.mcp.saying import reports_failure
@@ -110,6 +111,7 @@ async def run_turn(
     producer: Producer,
     conversation: Conversation,
     publish: Callable[[Event], None],
+    policy: ReplyPolicy | None = None,
 ) -> AsyncIterator[str]:
     """Run ``turn`` with ``producer`` and yield its sentences (see the module notes).
 
@@ -147,7 +149,12 @@ async def run_turn(
         if turn.held:  # dropped before it was confirmed: as if it never happened
             publish(TurnDiscarded(turn.text))
         else:
-            if (spoken or turn.keep_unspoken) and not (completed and refusal_only(reply, trace)):
+            forget = (
+                completed and (policy is None or policy.on("forget_refusal")) and refusal_only(reply, trace)
+            )
+            if forget and policy is not None:
+                policy.record(trace, "forget_refusal", "forgotten", reply)
+            if (spoken or turn.keep_unspoken) and not forget:
                 if turn.open_reply:
                     conversation.add(turn.messages, open_reply=reply)
                 else:

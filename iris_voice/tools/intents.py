@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,18 @@ class Action:
         """The spoken reply for the tool's ``result`` (see ``phrase``)."""
         return self.phrase(result) if self.phrase is not None else spoken(result)
 
+
+REFERRED = "<referred>"
+"""An argument that means "it": the thing the conversation last acted on or spoke of. The
+fast path puts the conversation's referent in its place (``Tool.meta["referent"]`` says
+what a call speaks of), or leaves the turn to the model when there is none."""
+GONE = "<gone>"
+"""A call's referent when the call ended the thing it spoke of (a cancel): "it" means nothing now."""
+
+REFERENT: ContextVar[str | None] = ContextVar("referent", default=None)
+"""While a turn's calls run: what its conversation last acted on or spoke of (the
+``conversation.followup`` referent), for grounding checks — "cancel it" names no timer,
+yet means that one."""
 
 IntentHandler = Callable[[str, Slots], "Action | None"]
 """``handler(intent, slots)``: the action a matched sentence asks for, or None on any doubt."""

@@ -84,6 +84,9 @@ model reads it and answers in words)."""
 OTHER_CHANGE = "Not run: the user asked for something else. Do only what was asked."
 """What a grounding check answers for a change the request asks the opposite of ("Set a
 pasta timer and a tea timer." never cancels one): the model reads it, nothing is said."""
+NOT_WANTED = "Not run: nothing this tool does was asked for."
+"""Why a call with side effects whose tool the request is not about is not run: the model
+answers in words (a request no tool serves is the reply policy's to judge, not the tool's)."""
 _QUESTION = re.compile(r"^\W*(?:who|whom|whose|what|when|where|why|how|which)\b", re.IGNORECASE)
 NOTHING_FOUND = "I found nothing for that."
 """What IRIS says when a tool that looks something up found nothing."""
@@ -171,6 +174,7 @@ def tool_from_function(
     asks: str = "",
     repair: ArgumentRepair | None = None,
     on_demand: bool = False,
+    meta: Mapping[str, Any] | None = None,
 ) -> Tool:
     """Make a Tool from a typed function; its docstring's first paragraph describes it."""
     tname = name or func.__name__
@@ -188,6 +192,7 @@ def tool_from_function(
         asks=asks,
         repair=repair,
         on_demand=on_demand,
+        meta=dict(meta or {}),
     )
 
 
@@ -372,7 +377,10 @@ class ToolRegistry:
                     return done(False, f"Error: not run: {ask}", args)
                 if questions(tool, request):  # "who wrote Pride and Prejudice?" set no reminder
                     return done(False, f"Error: not run: {NOT_ASKED}", args)
-                return done(False, f"Error: not done: {ask}", args, refusal=refusal(tool, request, ask))
+                said = refusal(tool, request, ask)
+                if said == CANNOT:  # "Call me Sam from now on." asked for no reminder: said in words
+                    return done(False, f"Error: not run: {NOT_WANTED}", args)
+                return done(False, f"Error: not done: {ask}", args, refusal=said)
         try:
             if inspect.iscoroutinefunction(tool.handler):
                 value = await tool.handler(**kwargs)

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from iris_voice.conversation.repairs import LIMIT_NOTE, unspeakable
+from iris_voice.conversation.repairs import LIMIT_NOTE, WORDS_NOTE, unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
 from iris_voice.tools.builtin.clock import UNASKED
 from iris_voice.tools.builtin.grounding import said_durations, said_moments
-from iris_voice.tools.registry import CANNOT, NOT_ASKED, OTHER_CHANGE
+from iris_voice.tools.registry import CANNOT, NOT_ASKED, NOT_WANTED, OTHER_CHANGE
 from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistant
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
@@ -70,7 +70,11 @@ async def test_a_call_the_words_do_not_ask_for_is_refused_and_nothing_changes(re
     assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
     before = (await registry.call("list_timers", {})).result
     result = await registry.call(name, args, request=request_)
-    assert not result.ok and result.refusal == said and result.result.startswith("Error: not done")
+    assert not result.ok
+    if said == CANNOT:  # a tool the request is not about: nothing said for it, the model answers
+        assert result.refusal == "" and result.result == f"Error: not run: {NOT_WANTED}"
+    else:  # the tool's own question
+        assert result.refusal == said and result.result.startswith("Error: not done")
     assert (await registry.call("list_timers", {})).result == before
 
 
@@ -130,13 +134,26 @@ async def test_without_a_request_the_check_does_not_apply():
     assert (await builtin_registry().call("set_timer", {"duration": "1 minute", "label": "lamp"})).ok
 
 
-async def test_the_chat_loop_says_the_refusal_instead_of_running_the_call():
+@pytest.mark.parametrize(
+    ("words", "reply"),
+    [("I can't turn on lamps.", "I can't turn on lamps."), ("Sure, turning on the lamp now.", CANNOT)],
+)
+async def test_a_refused_call_the_request_is_not_about_is_answered_in_words_and_judged(words, reply):
     registry = builtin_registry()
-    backend = ScriptedBackend([("set_timer", {"duration": "1 minute", "label": "lamp"})])
+    backend = ScriptedBackend([("set_timer", {"duration": "1 minute", "label": "lamp"})], words)
     trace = await ask(chat_assistant(backend, registry), "Turn on the lamp.")
-    assert trace.reply == CANNOT and trace.extra["refused"] == "set_timer"
-    assert len(backend.requests) == 1  # no second round
+    assert trace.reply == reply  # the model's words, and a claimed action is still no action
+    assert backend.requests[1]["messages"][-1]["content"] == WORDS_NOTE
+    assert [d["rule"] for d in trace.extra["policy"]][0] == "grounding"
     assert (await registry.call("list_timers", {})).result == "No timers are running."
+
+
+async def test_a_refused_call_the_request_is_about_says_the_tools_question():
+    registry = builtin_registry()
+    backend = ScriptedBackend([("set_timer", {"duration": "5 minutes", "label": "eggs"})])
+    trace = await ask(chat_assistant(backend, registry), "Set a timer for the eggs.")
+    assert trace.reply == "How long should the timer run?" and trace.extra["refused"] == "set_timer"
+    assert len(backend.requests) == 1  # no second round
 
 
 @pytest.mark.parametrize(
@@ -304,7 +321,7 @@ async def test_a_reminder_is_set_for_the_moment_the_words_name(request_, when, s
 )
 async def test_a_reminder_time_nobody_said_is_not_mended_into_one(request_, when):
     result = await builtin_registry().call("set_reminder", {"when": when, "message": "x"}, request=request_)
-    assert not result.ok and result.refusal
+    assert not result.ok and (result.refusal or NOT_WANTED in result.result)
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ from tests.support.fakes import ScriptedBackend, builtin_registry, chat_assistan
 async def test_a_refusal_is_not_kept_in_the_history_and_an_answer_is():
     registry = builtin_registry()
     refused = [("set_timer", {"duration": "1 minute", "label": "lamp"})]  # not grounded: refused
-    backend = ScriptedBackend(refused, "Canberra is the capital.", "Hello!")
+    backend = ScriptedBackend(refused, "Sure, turning on the lamp.", "Canberra is the capital.", "Hello!")
     assistant = chat_assistant(backend, registry)
-    assert (await ask(assistant, "Turn on the lamp.")).reply == CANNOT
+    assert (await ask(assistant, "Turn on the lamp.")).reply == CANNOT  # the words claimed it
     assert assistant.conversation.messages() == []
     await ask(assistant, "What is the capital of Australia?")
     await ask(assistant, "Hi")

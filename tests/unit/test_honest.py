@@ -91,7 +91,7 @@ def test_a_timer_action_said_done_for_a_request_that_asks_for_one_is_an_own_clai
 @pytest.mark.parametrize(
     ("reply", "request_"),
     [
-        ("Your pasta timer has been set for eight minutes.", "thanks a lot"),  # no action asked
+        ("Your pasta timer has been set for eight minutes.", "thanks a lot"),  # no change asked
         ("Your pasta timer has three minutes left.", "Cancel the pasta timer?"),
         ("I can't cancel that timer: there is no tea timer.", "Cancel the tea timer."),
         ("Which timer should I cancel?", "Cancel my timer."),

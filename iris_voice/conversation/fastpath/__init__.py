@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 
 from iris_voice.conversation.fastpath.matcher import IntentMatcher, Match
-from iris_voice.conversation.history import ToolMode, tool_turn_messages, written_calls
+from iris_voice.conversation.followup import referent, resolved
+from iris_voice.conversation.history import Message, ToolMode, tool_turn_messages, written_calls
 from iris_voice.conversation.turn import Producer, Turn
 from iris_voice.events import Event, ExecutionPath, ToolCalled
 from iris_voice.llm.sentences import split_sentences
@@ -48,12 +50,22 @@ class FastPath:
         """Run a match once (hassil's and the place index's first use cost ~100 ms)."""
         await asyncio.to_thread(self.matcher.match, "what time is it in Tokyo")
 
-    async def route(self, text: str, behind: Producer, mode: ToolMode) -> Producer:
+    async def route(
+        self, text: str, behind: Producer, mode: ToolMode, history: list[Message] | None = None
+    ) -> Producer:
         """The producer for ``text``: an answer of the fast path when a template matches
-        (it falls back to ``behind`` if the tool declines), else ``behind`` itself."""
+        (it falls back to ``behind`` if the tool declines), else ``behind`` itself. A
+        template's "it" is what the conversation's ``history`` last acted on (``followup``);
+        with nothing to refer to, the model takes the turn."""
         match = await asyncio.to_thread(self.matcher.match, text)
         if match is None or match.action.tool not in self.registry:
             return behind
+        args = resolved(match.action.arguments, referent(history or [], self.registry))
+        if args is None:
+            log.info("fast path: %r refers back to nothing; asking the model", text)
+            return behind
+        if args is not match.action.arguments:
+            match = replace(match, action=replace(match.action, arguments=args))
         return _FastAnswer(self, match, behind, mode)
 
 

@@ -28,17 +28,21 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from iris_voice.timers.parse import parse_duration, resolve_when
+from iris_voice.tools.intents import REFERENT
+from iris_voice.tools.lexicon import sets_up
 from iris_voice.tools.registry import OTHER_CHANGE, ArgumentRepair, GroundingCheck
 from iris_voice.tools.spoken import digits
 
 _MAX_RUN = 7  # words in the longest duration or time people say ("an hour and a half from now")
-_UNIT = re.compile(
-    r"\d\s*(?:h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?|d|days?)\b|\bhour|\bminute|\d:\d"
-)  # noqa: E501
-# A clock time or a day word: a bare number ("in 2", "2") names no moment anybody meant.
+_UNIT = re.compile(  # "seconds" only as a plural: "the second timer" names no span
+    r"\d\s*(?:h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?|d|days?)\b|\bhour|\bminute|\bseconds\b|\d:\d"
+)
+# A clock time or a day word: a bare number ("in 2", "for two tonight") names no moment
+# anybody meant, nor does a part of the day alone ("tonight": 8 pm would be the model's guess).
 _TIME_WORD = re.compile(
     r"\d\s*(?:am|pm)\b|\d[:.]\d|\bat \d|o'clock"
-    r"|\b(?:noon|midday|midnight|tonight|tomorrow|morning|afternoon|evening)\b"
+    r"|\b(?:half|quarter|\d{1,2}(?: minutes?)?) (?:past|after|to|till|til|before) (?:\d|noon|midnight)"
+    r"|\b(?:noon|midday|midnight|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 )
 _FILLER = re.compile(r"\b(?:more|extra|additional|another|further|longer)\b")
 TIMER_WORDS = re.compile(r"\b(?:timers?|reminders?|alarms?|countdowns?)\b", re.IGNORECASE)
@@ -203,8 +207,15 @@ def drop_unsaid_label(request: str, args: dict[str, Any]) -> dict[str, Any]:
     return {**args, "label": label}
 
 
+_BACK = re.compile(r"\b(?:it|that|this|them|those)\b", re.IGNORECASE)
+
+
 def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
-    """True when ``which`` is a timer the request names, or the request speaks of timers."""
+    """True when ``which`` is a timer the request names, or the request speaks of timers,
+    or it refers back ("cancel it") to the conversation's referent and ``which`` is that."""
+    the_one = REFERENT.get()
+    if the_one and _BACK.search(request) and _label_words(str(which or "")) == _label_words(the_one):
+        return True
     which = " ".join(str(which or "").lower().split())
     said = set(re.findall(r"\w+", request.lower()))
     about_timers = bool(TIMER_WORDS.search(request))
@@ -221,12 +232,7 @@ def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
     return named and (about_timers or existing) and (not meant or words in meant)
 
 
-# A request that opens by setting something up, and words that end a timer.
-_SETS = re.compile(
-    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|can you|could you|would you)\W+)*"
-    r"(?:set|start|create|make|add|put|begin)\b",
-    re.IGNORECASE,
-)
+# Words that end a timer.
 _CANCELS = re.compile(
     r"\b(?:cancel\w*|stop|delete|remove|clear|kill|end|abort|dismiss|drop|scrap|forget|turn off"
     r"|switch off|get rid|never ?mind|instead|replace|no longer|(?:don't|do not) need)\b",
@@ -265,7 +271,7 @@ def timer_checks(
         return "When should I remind you?"
 
     async def cancel_timer(request: str, args: dict[str, Any]) -> str | None:
-        if _SETS.match(request) and not _CANCELS.search(request):
+        if sets_up(request) and not _CANCELS.search(request):
             return OTHER_CHANGE  # "Set a pasta timer and a tea timer." cancelled the pasta timer
         return await _which(request, args)
 

@@ -30,7 +30,7 @@ from iris_voice.timers.rows import MAX_LABEL
 from iris_voice.timers.service import TimerRow, TimerService, cap, noun
 from iris_voice.tools.builtin.context import ToolContext
 from iris_voice.tools.builtin.grounding import drop_unsaid_label, sign_as_said, timer_checks, when_as_said
-from iris_voice.tools.intents import Action, IntentHandler, Slots, words
+from iris_voice.tools.intents import GONE, REFERRED, Action, IntentHandler, Slots, words
 from iris_voice.tools.registry import Tool, tool_from_function
 from iris_voice.tools.spoken import NUMBER_WORDS, digits, duration_arg, seconds
 
@@ -65,6 +65,18 @@ def _signed_seconds(duration: str) -> float:
         text, sign = text[m.end() :], -1.0
     try:
         return sign * parse_duration(text)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+_TO = re.compile(r"^\s*(?:to|=)\s*", re.IGNORECASE)
+"""``adjust_timer``'s "to 5 minutes": the time a timer should have left, not a change."""
+
+
+def _positive(duration: str) -> float:
+    """Seconds in a duration that must be positive ("5 minutes")."""
+    try:
+        return parse_duration(duration)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
 
@@ -136,7 +148,17 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
         which: str | None = None,
     ) -> str:
         """Add or take off minutes or seconds on a timer."""
-        seconds = _signed_seconds(duration)
+        if target := _TO.match(str(duration)):  # "make it five minutes": what is left, set
+            found = await service.find(which or "")
+            if len(found) != 1:
+                raise ToolError("Say which timer to change.")
+            seconds = _positive(str(duration)[target.end() :]) - found[0].left(service.clock.now())
+            if abs(seconds) < 1:
+                return cap(
+                    f"{noun(found[0])} already has {speak_duration(found[0].left(service.clock.now()))} left."
+                )
+        else:
+            seconds = _signed_seconds(duration)
         rows = await service.add_time(which or "", seconds)
         amount = speak_duration(abs(seconds))
         if not rows:
@@ -200,6 +222,7 @@ def make_timer_tools(service: TimerService, tz_name: str | None) -> list[Tool]:
             repair=repairs.get(f.__name__),
             read_only=f is list_timers,
             on_demand=f in (adjust_timer, pause_timer, resume_timer),
+            meta={"referent": referent},
         )
         for f in tools
     ]
@@ -282,6 +305,44 @@ def _timer_action(tool: str) -> IntentHandler:
     return act
 
 
+def _it(tool: str) -> IntentHandler:
+    """Cancel, pause, resume or ask about "it": the timer the conversation last set or
+    spoke of (``REFERRED``, filled in by the fast path)."""
+
+    def act(intent: str, slots: Slots) -> Action | None:
+        return Action(intent, tool, {"which": REFERRED})
+
+    return act
+
+
+def _change_it(intent: str, slots: Slots) -> Action | None:
+    """IrisAdjustIt / IrisTrimIt / IrisSetLengthIt: "add two more minutes to it", "take a
+    minute off it", "make it five minutes" (what is left becomes five minutes)."""
+    amount = seconds(_MORE_WORDS.sub(" ", words(slots.get("extra"))))
+    if not amount or not 0 < amount <= MAX_DURATION:
+        return None
+    sign = {"IrisTrimIt": "-", "IrisSetLengthIt": "to "}.get(intent, "")
+    return Action(intent, "adjust_timer", {"duration": sign + duration_arg(amount), "which": REFERRED})
+
+
+_MORE_WORDS = re.compile(r"\b(?:more|extra|another|further)\b", re.IGNORECASE)
+"""What "two more minutes" adds to a duration: nothing."""
+
+
+def referent(name: str, args: dict[str, Any]) -> str | None:
+    """The timer a call of the timer tool ``name`` with ``args`` speaks of, as ``which``
+    finds it again (its name, else the duration it was set for); ``GONE`` after a cancel;
+    None when the call names none."""
+    if name == "cancel_timer":
+        return GONE
+    if name == "set_timer":
+        return str(args.get("label") or "").strip() or str(args.get("duration") or "").strip() or None
+    if name == "set_reminder":
+        return str(args.get("message") or "").strip() or None
+    which = str(args.get("which") or "").strip()
+    return which if which and which != REFERRED and which.lower() not in ("all", "all timers") else None
+
+
 def _remind(intent: str, slots: Slots) -> Action | None:
     """IrisSetReminder: "remind me to call mom in two hours"."""
     message = words(slots.get("message"))
@@ -306,11 +367,16 @@ _INTENTS: dict[str, dict[str, IntentHandler]] = {
     "cancel_timer": {
         "HassCancelTimer": _timer_action("cancel_timer"),
         "HassCancelAllTimers": lambda i, s: Action(i, "cancel_timer", {"which": "all timers"}),
+        "IrisCancelIt": _it("cancel_timer"),
     },
-    "adjust_timer": {"HassIncreaseTimer": _change_timer, "HassDecreaseTimer": _change_timer},
-    "pause_timer": {"HassPauseTimer": _timer_action("pause_timer")},
-    "resume_timer": {"HassUnpauseTimer": _timer_action("resume_timer")},
-    "list_timers": {"HassTimerStatus": _timer_action("list_timers")},
+    "adjust_timer": {
+        "HassIncreaseTimer": _change_timer,
+        "HassDecreaseTimer": _change_timer,
+        **dict.fromkeys(("IrisAdjustIt", "IrisTrimIt", "IrisSetLengthIt"), _change_it),
+    },
+    "pause_timer": {"HassPauseTimer": _timer_action("pause_timer"), "IrisPauseIt": _it("pause_timer")},
+    "resume_timer": {"HassUnpauseTimer": _timer_action("resume_timer"), "IrisResumeIt": _it("resume_timer")},
+    "list_timers": {"HassTimerStatus": _timer_action("list_timers"), "IrisTimeLeftIt": _it("list_timers")},
     "set_reminder": {"IrisSetReminder": _remind},
 }
 

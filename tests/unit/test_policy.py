@@ -1,0 +1,96 @@
+"""The reply policy: each rule switchable, each decision in the turn's trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from iris_voice.config import REPLY_RULES, Config, LlmConfig, ReplyConfig, parse
+from iris_voice.conversation.chat import ChatLoop
+from iris_voice.conversation.policy import GUARDS, ReplyPolicy, fired
+from iris_voice.conversation.responder import Assistant, ask
+from iris_voice.errors import ConfigError
+from iris_voice.tools.registry import CANNOT
+from tests.support.fakes import ScriptedBackend, builtin_registry
+
+
+def _assistant(*replies, off: tuple[str, ...] = ()) -> tuple[Assistant, ScriptedBackend]:
+    backend = ScriptedBackend(*replies)
+    chat = ChatLoop(backend, builtin_registry(), LlmConfig(), policy=ReplyPolicy(frozenset(off)))
+    return Assistant(chat), backend
+
+
+def test_every_rule_is_named_with_what_it_guards_against() -> None:
+    assert tuple(GUARDS) == REPLY_RULES and len(GUARDS) <= 12
+    assert all(len(why) > 20 for why in GUARDS.values())
+    with pytest.raises(ValueError, match="unknown reply rules"):
+        ReplyPolicy(frozenset({"nonsense"}))
+
+
+def test_a_rule_switched_off_in_the_config_is_named_and_an_unknown_one_is_an_error() -> None:
+    assert Config(reply=ReplyConfig(off=["claims"])).reply.off == ["claims"]
+    with pytest.raises(ConfigError, match=r"reply\.off.*unknown rule 'claim'"):
+        parse({"reply": {"off": ["claim"]}})
+
+
+async def test_a_claimed_action_on_the_world_is_refused_and_recorded() -> None:
+    responder, backend = _assistant("I'll turn on the kitchen lights.")
+    trace = await ask(responder, "Turn on the kitchen lights.")
+    assert trace.reply == CANNOT and len(backend.requests) == 1
+    assert {
+        "rule": "claims",
+        "action": "replaced",
+        "text": "I'll turn on the kitchen lights.",
+        "said": CANNOT,
+    } in (trace.to_dict()["policy"])
+    assert responder.conversation.turns == []  # a refusal is not kept (forget_refusal)
+    assert "forget_refusal" in fired(trace.to_dict())
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["Sure, I'll call you Sam from now on.", "Sure, I can play a word game with you. You start!"],
+)
+async def test_an_action_in_the_conversation_is_no_claim_and_is_kept(said: str) -> None:
+    responder, _ = _assistant(said)
+    trace = await ask(responder, "Call me Sam from now on.")
+    assert trace.reply == said and "policy" not in trace.to_dict()
+    assert responder.conversation.turns[0][-1]["content"] == said
+
+
+async def test_with_claims_off_a_claim_is_spoken_as_written() -> None:
+    responder, backend = _assistant("I'll turn on the kitchen lights.", off=("claims",))
+    trace = await ask(responder, "Turn on the kitchen lights.")
+    assert trace.reply == "I'll turn on the kitchen lights." and len(backend.requests) == 1
+    assert "policy" not in trace.to_dict()
+
+
+async def test_call_syntax_is_dropped_and_recorded_unless_the_rule_is_off() -> None:
+    said = 'The answer is 4. {"name": "nothing_here"}'
+    responder, _ = _assistant(said)
+    trace = await ask(responder, "What is two plus two, roughly?")
+    assert trace.reply.startswith("The answer is 4.") and "nothing_here" not in trace.reply
+    assert fired(trace.to_dict())[0] == "syntax"
+    responder, _ = _assistant(said, off=("syntax",))
+    assert "nothing_here" in (await ask(responder, "What is two plus two, roughly?")).reply
+
+
+async def test_a_side_effect_the_request_is_not_about_is_not_run_and_the_model_answers_in_words() -> None:
+    call = [("set_reminder", {"when": "in 1 minute", "message": "Call me Sam from now on"})]
+    responder, backend = _assistant(call, "Okay, Sam.")
+    trace = await ask(responder, "Call me Sam from now on.")
+    assert trace.reply == "Okay, Sam."
+    assert not trace.tool_calls[0]["ok"] and "Not run" in trace.tool_calls[0]["result"]
+    assert "grounding" in fired(trace.to_dict())
+    assert backend.requests[1]["messages"][-1]["role"] == "user"  # asked for words, after the result
+    assert responder.conversation.turns[0][-1]["content"] == "Okay, Sam."  # the wish is remembered
+
+
+async def test_a_timer_said_cancelled_with_no_call_is_not_claimed_whatever_the_request_said() -> None:
+    responder, backend = _assistant("Timer canceled.", "Timer canceled.")
+    trace = await ask(responder, "cancel it")
+    assert trace.reply != "Timer canceled." and "nothing was changed" in trace.reply
+    assert [d["action"] for d in trace.to_dict()["policy"] if d["rule"] == "own_claims"] == [
+        "asked again",
+        "replaced",
+    ]
+    assert len(backend.requests) == 2
