@@ -170,12 +170,26 @@ def echoes(sentence: str, request: str) -> bool:
     back door." → "Unlock the back door."), or a question about the world now as its own
     answer ("Will it rain today?" → "It will rain today."): the request opens with a verb of
     action or is such a question, and the sentence brings no word of its own beyond small
-    ones while covering most of it."""
+    ones while covering most of it — or is short and only repeats part of it ("Text my
+    brother that I'm on my way." → "I'm on my way.")."""
     asked = [w for w in _words(request) if w not in _SMALL]
     if not asked or not (_ORDER.match(request) or _LIVE_QUESTION.match(request)):
         return False
     said = [w for w in _words(sentence) if w not in _SMALL]
-    return bool(said) and all(w in asked for w in said) and len(set(said)) >= 0.7 * len(set(asked))
+    covers = len(set(said)) >= 0.7 * len(set(asked)) or _repeats_part(sentence, request)
+    return bool(said) and all(w in asked for w in said) and covers
+
+
+ECHO_WORDS = 6
+"""A reply this short that says back a run of the request's words repeats it."""
+
+
+def _repeats_part(sentence: str, request: str, run: int = 3) -> bool:
+    """Whether the short ``sentence`` holds ``run`` consecutive words of ``request`` ("I'm on
+    my way" of "Text my brother that I'm on my way"; not "Okay, Sam." of "Call me Sam")."""
+    said, asked = _words(sentence), " " + " ".join(_words(request)) + " "
+    spans = (" " + " ".join(said[i : i + run]) + " " for i in range(len(said) - run + 1))
+    return len(said) <= ECHO_WORDS and any(span in asked for span in spans)
 
 
 def recital(text: str, descriptions: tuple[str, ...]) -> tuple[float, str]:

@@ -294,3 +294,24 @@ async def test_a_guess_before_a_call_is_not_spoken_and_the_result_is():
     trace = await ask(Assistant(loop, Conversation(Bounds())), "Which tables are in the shop database?")
     assert trace.extra.get("retrieved") == ["data/sqlite/list_tables"]
     assert trace.reply == "Products and customers.", trace.reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "request_", "claim"),
+    [
+        ("I'm on my way.", "Text my brother that I'm on my way.", True),  # a run of it said back
+        ("Okay, Sam.", "Call me Sam from now on.", False),  # one of its words is no echo
+        ("Sure, I'll call you Sam from now on.", "Call me Sam from now on.", False),  # the naming sense
+        ("I'll call you a taxi.", "Call me a taxi.", True),  # a taxi is no name
+        ("Sure, I can play a word game with you.", "Can you play a word game with me?", False),
+        ("I can play some jazz for you.", "Play some jazz.", True),
+        (
+            "Yes, Sacramento is on the way from San Francisco to Lake Tahoe.",
+            "Is Sacramento on the way?",
+            False,
+        ),
+        ("Your taxi is on the way.", "Order me a taxi.", True),
+    ],
+)
+def test_a_short_repeat_is_an_echo_and_a_conversational_sense_is_no_claim(reply, request_, claim):
+    assert claims(reply, request_) is claim
