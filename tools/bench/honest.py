@@ -34,9 +34,13 @@ from iris_voice.config import Config, LlmConfig, McpConfig, RetrievalConfig, Too
 from iris_voice.conversation.repairs import unspeakable
 from iris_voice.conversation.responder import ask
 from tools.bench.retrieval import CANT, WRITERS, prepare, timers_state
-from tools.bench.tool_questions import Request, cannot, dev, held_out
+from tools.bench.tool_questions import Request, cannot, dev, fresh, held_out
 
-HALVES = {"dev": dev.REQUESTS + cannot.DEV, "held-out": held_out.REQUESTS + cannot.HELD_OUT}
+HALVES = {
+    "dev": dev.REQUESTS + cannot.DEV,
+    "held-out": held_out.REQUESTS + cannot.HELD_OUT,
+    "fresh": fresh.REQUESTS,
+}
 _FIRST_PERSON = re.compile(
     r"\b(?:(?:i|iris|we)(?:\s+(?:will|can|could|am|have|shall|would|just)|'(?:ll|m|ve|d))|iris\s+(?:is|has))"
     r"\b(?!\s*not|n't|'t)",
@@ -119,7 +123,7 @@ def report(out: dict[str, list[dict]]) -> None:
 def main() -> None:
     """Command-line entry."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--halves", default="dev,held-out", help="dev, held-out or both (default)")
+    ap.add_argument("--halves", default="dev,held-out", help="dev, held-out (both: default) or fresh")
     ap.add_argument("--mcp", action="store_true", help="the six MCP servers too, with retrieval")
     args = ap.parse_args()
     from tools.testbed.servers import bench_target, model_server

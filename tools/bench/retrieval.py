@@ -48,7 +48,7 @@ from iris_voice.tools.mcp.manager import BROWSE_TOOL, EXECUTE_TOOL
 from iris_voice.tools.render import render
 from iris_voice.tools.retrieval import ToolIndex
 from tools.bench.stats import p50
-from tools.bench.tool_questions import Question, Request, dev, held_out
+from tools.bench.tool_questions import Question, Request, dev, fresh, held_out
 from tools.testbed.mcp_servers import node_missing, six_servers
 
 CONFIGS = ("retrieval", "builtin", "lazy", "eager", "no-say", "full-defs", "neither", "choice", "examples")
@@ -84,7 +84,7 @@ CANT = re.compile(
 class Outcome:
     """What one configuration did."""
 
-    right: dict[str, list[bool]] = field(default_factory=lambda: {"dev": [], "held-out": []})
+    right: dict[str, list[bool]] = field(default_factory=lambda: {"dev": [], "held-out": [], "fresh": []})
     misses: list[str] = field(default_factory=list)
     oos: list[dict] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
@@ -385,6 +385,8 @@ def summary_line(name: str, out: Outcome, all_tokens: int) -> str:
         f"{median(out.times):11.0f} {median(out.history_times):11.0f}",
         f"{median(out.first['built-in']):12.0f} {median(out.first['mcp']):8.0f}",
     ]
+    if out.right["fresh"]:  # not a column: the default run leaves the fresh half out
+        cells.append(f"fresh {share(out.right['fresh'])}")
     return " ".join(cells)
 
 
@@ -392,13 +394,13 @@ def main() -> None:
     """Command-line entry."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
-    ap.add_argument("--halves", default="dev,held-out", help="dev, held-out or both (default)")
+    ap.add_argument("--halves", default="dev,held-out", help="dev, held-out (both: default) or fresh")
     ap.add_argument("--static", action="store_true", help="only what needs no model: recall, tokens")
     args = ap.parse_args()
     if why := node_missing():
         raise SystemExit(f"the Node MCP servers are missing: {why}")
     configs = [c for c in args.configs.split(",") if c in CONFIGS]
-    halves = [(h, {"dev": dev, "held-out": held_out}[h]) for h in args.halves.split(",")]
+    halves = [(h, {"dev": dev, "held-out": held_out, "fresh": fresh}[h]) for h in args.halves.split(",")]
     from tools.testbed.servers import bench_target, model_server
 
     model, host = bench_target()
