@@ -94,3 +94,36 @@ async def test_a_timer_said_cancelled_with_no_call_is_not_claimed_whatever_the_r
         "replaced",
     ]
     assert len(backend.requests) == 2
+
+
+async def test_calls_only_to_tools_nobody_has_are_refused_or_with_the_rule_off_go_back_to_the_model() -> None:
+    responder, backend = _assistant([("open_garage_door", {})])
+    trace = await ask(responder, "Open the garage door.")
+    assert (
+        trace.reply == CANNOT and fired(trace.to_dict())[0] == "unknown_tool" and len(backend.requests) == 1
+    )
+    responder, backend = _assistant(
+        [("open_garage_door", {})], "I have no way to open doors, sorry.", off=("unknown_tool",)
+    )
+    trace = await ask(responder, "Open the garage door.")
+    assert (
+        trace.reply == "I have no way to open doors, sorry."
+        and "unknown tool" in trace.tool_calls[0]["result"]
+    )
+    assert "unknown_tool" not in fired(trace.to_dict())
+
+
+async def test_a_clause_cut_off_by_call_syntax_gets_closing_words_unless_the_rule_is_off() -> None:
+    said = 'To open the garage door, {"name": "open_garage_door", "arguments": {}}'
+    responder, _ = _assistant(said)
+    trace = await ask(responder, "Open the garage door.")
+    assert trace.reply.endswith(CANNOT) and "closing" in fired(trace.to_dict())
+    responder, _ = _assistant(said, off=("closing",))
+    trace = await ask(responder, "Open the garage door.")
+    assert CANNOT not in trace.reply and "closing" not in fired(trace.to_dict())
+
+
+async def test_with_forget_refusal_off_a_refusal_is_kept_in_the_history() -> None:
+    responder, _ = _assistant("Sorry, I can't do that.", off=("forget_refusal",))
+    await ask(responder, "Open the garage door.")
+    assert responder.conversation.turns[0][-1]["content"] == "Sorry, I can't do that."
