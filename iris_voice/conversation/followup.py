@@ -60,11 +60,9 @@ def referent(history: list[Message], registry: ToolRegistry) -> str | None:
     return None
 
 
-def resolved(arguments: dict[str, Any], the_one: str | None) -> dict[str, Any] | None:
-    """``arguments`` with each ``REFERRED`` value replaced by ``the_one``; None when one is
-    there and the conversation has nothing it could mean."""
+def resolved(arguments: dict[str, Any], the_one: str) -> dict[str, Any]:
+    """``arguments`` with each ``REFERRED`` value replaced by ``the_one`` ("" for a tool's
+    "the only one")."""
     if REFERRED not in arguments.values():
         return arguments
-    if not the_one:
-        return None
     return {k: the_one if v == REFERRED else v for k, v in arguments.items()}

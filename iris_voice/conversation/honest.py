@@ -136,7 +136,7 @@ _OWN_CLAIM = re.compile(
     rf"\b{_OWN_NOUN}\b[^.!?]*?\b(?:has|have) (?:now |just |already )?been {_OWN_DONE}\b"
     rf"|\b(?:i|iris)(?:'ve|'ll| have| will| just)?\s+(?:just |now |already )?{_OWN_DONE}\b"
     rf"[^.!?]*?\b{_OWN_NOUN}\b"
-    rf"|\b{_OWN_NOUN} (?:is |are )?(?:now )?{_OWN_DONE}\b",
+    rf"|\b{_OWN_NOUN}(?:\s+[\"“'][^\"”']{{1,30}}[\"”'])? (?:is |are )?(?:now )?{_OWN_DONE}\b",
     re.IGNORECASE,
 )
 """IRIS says it did (or will do) what only its timer tools do: "The pasta timer has been

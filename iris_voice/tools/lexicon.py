@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 
 LEAD = (
-    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|then|actually|iris|jarvis|can you|could you"
+    r"^\W*(?:(?:hey|ok|okay|please|so|now|and|also|then|actually|alright|all right|well|oh|no|wait"
+    r"|hmm|sorry|never mind|iris|jarvis|can you|could you"
     r"|would you|will you|i want you to|i'd like you to|i want to|i'd like to|go ahead and|let's)\W+)*"
 )
 """What may precede a request's verb (a regex prefix anchored at the start)."""

@@ -86,11 +86,11 @@ def test_the_referent_is_the_newest_call_that_names_a_timer(mode: ToolMode) -> N
     assert referent([], registry) is None
 
 
-def test_resolved_fills_it_in_or_says_there_is_nothing() -> None:
+def test_resolved_fills_it_in() -> None:
     assert resolved({"which": REFERRED}, "pasta") == {"which": "pasta"}
-    assert resolved({"which": REFERRED}, None) is None
+    assert resolved({"which": REFERRED}, "") == {"which": ""}  # the tool's "the only one"
     plain = {"which": "tea"}
-    assert resolved(plain, None) is plain
+    assert resolved(plain, "") is plain
 
 
 async def test_cancel_it_cancels_the_timer_just_set_and_no_other(s: Setup) -> None:
@@ -121,6 +121,16 @@ async def test_it_with_nothing_to_refer_to_goes_to_the_model(s: Setup) -> None:
     responder, backend = s.responder("Which timer do you mean?")
     trace = await ask(responder, "cancel it")
     assert trace.reply == "Which timer do you mean?" and len(backend.requests) == 1
+
+
+async def test_it_with_no_referent_is_the_one_timer_running_and_two_go_to_the_model(s: Setup) -> None:
+    await s.h.service.set_timer(600, "rice")  # set before this conversation (another day, a restart)
+    responder, backend = s.responder("Which one, the rice or the tea timer?")
+    assert (await ask(responder, "Pause it.")).reply == "Paused the rice timer with 10 minutes left."
+    await s.h.service.set_timer(300, "tea")
+    trace = await ask(responder, "Okay, cancel that one.")
+    assert trace.reply == "Which one, the rice or the tea timer?" and len(backend.requests) == 1
+    assert set(s.running()) == {"rice", "tea"}
 
 
 async def test_a_model_call_on_the_referent_is_grounded_when_the_request_refers_back(s: Setup) -> None:

@@ -55,15 +55,13 @@ class FastPath:
     ) -> Producer:
         """The producer for ``text``: an answer of the fast path when a template matches
         (it falls back to ``behind`` if the tool declines), else ``behind`` itself. A
-        template's "it" is what the conversation's ``history`` last acted on (``followup``);
-        with nothing to refer to, the model takes the turn."""
+        template's "it" is what the conversation's ``history`` last acted on (``followup``)."""
         match = await asyncio.to_thread(self.matcher.match, text)
         if match is None or match.action.tool not in self.registry:
             return behind
-        args = resolved(match.action.arguments, referent(history or [], self.registry))
-        if args is None:
-            log.info("fast path: %r refers back to nothing; asking the model", text)
-            return behind
+        # With nothing in the conversation to refer to, "it" is the one timer running (the
+        # tool says so, and the model takes the turn, when more than one could be meant).
+        args = resolved(match.action.arguments, referent(history or [], self.registry) or "")
         if args is not match.action.arguments:
             match = replace(match, action=replace(match.action, arguments=args))
         return _FastAnswer(self, match, behind, mode)
