@@ -154,6 +154,7 @@ class ChatLoop(Prompt):
                 # round is asked again without it — the call and its error are not shown, since
                 # a model that reads them copies them — for words the rules judge as any other.
                 answer_now(turn, loop, WORDS_NOTE)
+                loop.strict = True
                 continue
             first = not _tool_answered(turn)
             turn.messages.extend(tool_turn_messages(self.mode, self._said_around(rnd, loop), results))
@@ -200,6 +201,7 @@ class ChatLoop(Prompt):
             turn.text,
             active=not acted,
             world=policy.on("claims"),
+            strict=loop.strict,
             own_actions=policy.on("own_claims"),
             descriptions=tuple(t.spec.description for t in shown),
             topic=() if answered else topic,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from iris_voice.tools.lexicon import asks_change, in_conversation, opens_with
+from iris_voice.tools.lexicon import CHANGE_VERBS, asks_change, in_conversation, opens_with
 from iris_voice.tools.registry import CANNOT
 
 # Verbs that act on the world beyond IRIS's tools: devices, media, calls and messages,
@@ -254,6 +254,28 @@ def claims(sentence: str, request: str = "") -> bool:
     return bool(request) and (echoes(text, request) or said_done(text, request))
 
 
+_CLAIM_ANY = re.compile(rf"\b{_FIRST_PERSON}\s+(?:be\s+)?[a-z]+", re.IGNORECASE)
+_GERUND_ANY = re.compile(
+    r"^(?:(?:ok(?:ay)?|sure|alright|all right|certainly|of course)[,.!]?\s+)?"
+    r"(?!(?:some|no|any|every)?thing\b|morning\b|evening\b)[a-z]{2,}ing\b",
+    re.IGNORECASE,
+)
+_COMMAND = opens_with([*_VERBS, *CHANGE_VERBS])
+
+
+def claims_any(sentence: str) -> bool:
+    """True when ``sentence`` speaks of IRIS doing anything ("I will skip the track.",
+    "Starting the dishwasher.", "Set the heating to 22 degrees.", "Reminder set."): what a
+    reply says after the model reached for a tool the request was not about, whose intent
+    was to act (``ClaimGuard.strict``). Refusals and the conversational senses are not."""
+    text = " ".join(sentence.replace("’", "'").split())
+    if _NEGATED.search(text) or in_conversation(text):
+        return False
+    return bool(
+        _CLAIM_ANY.search(text) or _GERUND_ANY.search(text) or _COMMAND.match(text) or _OWN_CLAIM.search(text)
+    )
+
+
 @dataclass
 class ClaimGuard:
     """One model round's sentences, with those from the first claim on held back.
@@ -270,6 +292,9 @@ class ClaimGuard:
     """Judge claims of actions on the world, recitals and guesses (the ``claims`` rule)."""
     own_actions: bool = True
     """Judge claims of IRIS's own timer actions (the ``own_claims`` rule)."""
+    strict: bool = False
+    """Any action IRIS speaks of doing is a claim (``claims_any``): the model reached for a
+    tool the request was not about, and its words after it claim the action in any verb."""
     dropped: list[str] = field(default_factory=list)
     """Recitals and guesses not said because a call followed them (for the trace)."""
     held: list[str] = field(default_factory=list)
@@ -318,7 +343,8 @@ class ClaimGuard:
             self.own = True
         elif not self.held and self.world and guesses(sentence, self.topic):
             self.guess = True
-        if self.held or self.own or self.guess or (self.world and claims(sentence, self.request)):
+        claimed = self.world and (claims(sentence, self.request) or (self.strict and claims_any(sentence)))
+        if self.held or self.own or self.guess or claimed:
             self.held.append(sentence)
             return []
         return [sentence]

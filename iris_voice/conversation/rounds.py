@@ -33,6 +33,9 @@ class Loop:
     """The last sentence spoken."""
     urged: bool = False
     """The model was told once that its claimed action was not done (``ACT_NOTE``)."""
+    strict: bool = False
+    """The model reached for a tool the request was not about: any action its words then
+    claim is judged a claim (``honest.ClaimGuard.strict``)."""
 
     def spoke(self, rnd: Round, sentence: str) -> str:
         """Count ``sentence`` as spoken (in the turn and in ``rnd``); returns it."""

@@ -127,3 +127,19 @@ async def test_with_forget_refusal_off_a_refusal_is_kept_in_the_history() -> Non
     responder, _ = _assistant("Sorry, I can't do that.", off=("forget_refusal",))
     await ask(responder, "Open the garage door.")
     assert responder.conversation.turns[0][-1]["content"] == "Sorry, I can't do that."
+
+
+@pytest.mark.parametrize(
+    ("words", "reply"),
+    [
+        ("I will skip the track.", CANNOT),  # "skip" is on no list of verbs: the reach for a tool tells
+        ("Starting the dishwasher now.", CANNOT),
+        ("Sure thing, Sam!", "Sure thing, Sam!"),
+        ("I will call you Sam from now on.", "I will call you Sam from now on."),
+    ],
+)
+async def test_after_a_call_the_request_is_not_about_any_action_claimed_is_a_claim(words, reply) -> None:
+    call = [("cancel_timer", {"which": "pasta"})]
+    responder, backend = _assistant(call, words)
+    trace = await ask(responder, "Skip this track." if "track" in words else "Call me Sam from now on.")
+    assert trace.reply == reply and "grounding" in fired(trace.to_dict())
