@@ -264,8 +264,8 @@ _COMMAND = opens_with([*_VERBS, *CHANGE_VERBS])
 
 
 def claims_any(sentence: str) -> bool:
-    """True when ``sentence`` speaks of IRIS doing anything ("I will skip the track.",
-    "Starting the dishwasher.", "Set the heating to 22 degrees.", "Reminder set."): what a
+    """True when ``sentence`` speaks of IRIS doing anything ("I will rewind the film.",
+    "Starting the mower.", "Set the oven to 200 degrees.", "Reminder set."): what a
     reply says after the model reached for a tool the request was not about, whose intent
     was to act (``ClaimGuard.strict``). Refusals and the conversational senses are not."""
     text = " ".join(sentence.replace("’", "'").split())

@@ -132,8 +132,8 @@ async def test_with_forget_refusal_off_a_refusal_is_kept_in_the_history() -> Non
 @pytest.mark.parametrize(
     ("words", "reply"),
     [
-        ("I will skip the track.", CANNOT),  # "skip" is on no list of verbs: the reach for a tool tells
-        ("Starting the dishwasher now.", CANNOT),
+        ("I will rewind the film.", CANNOT),  # "rewind" is on no list of verbs: the reach for a tool tells
+        ("Starting the mower now.", CANNOT),
         ("Sure thing, Sam!", "Sure thing, Sam!"),
         ("I will call you Sam from now on.", "I will call you Sam from now on."),
     ],
@@ -141,5 +141,5 @@ async def test_with_forget_refusal_off_a_refusal_is_kept_in_the_history() -> Non
 async def test_after_a_call_the_request_is_not_about_any_action_claimed_is_a_claim(words, reply) -> None:
     call = [("cancel_timer", {"which": "pasta"})]
     responder, backend = _assistant(call, words)
-    trace = await ask(responder, "Skip this track." if "track" in words else "Call me Sam from now on.")
+    trace = await ask(responder, "Rewind the film." if "film" in words else "Call me Sam from now on.")
     assert trace.reply == reply and "grounding" in fired(trace.to_dict())
