@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from iris_voice.voice.servergone import STT_UNREACHABLE
-from tests.support.voice_helpers import ask, heard
+from tests.support.voice_helpers import ask, heard, heard_end
 
 pytestmark = [pytest.mark.slow, pytest.mark.speech, pytest.mark.timeout(600)]
 
@@ -47,7 +47,10 @@ def test_daemon_survives_its_stt_server_and_uses_it_when_it_returns(
         turn, played = ask(virtual_audio, daemon, "bench_time_tokyo")
         assert "error" not in turn and "tokyo" in turn["transcript"].lower(), turn
         assert turn["execution_path"] == "fast" and "Tokyo" in turn["reply"]
-        assert "tokyo" in heard(judge, played)
+        # Whisper may stop before the end of the long sentence ("…December 2, 2020."): the
+        # last seconds of sound are heard on their own too
+        said = heard(judge, played)
+        assert "tokyo" in said or "tokyo" in heard_end(judge, played), f"IRIS said {said!r}"
         log = daemon.log_tail(200)
         assert log.count("speech recognition server (stt.uri) unavailable") == 1, log  # said once
         assert "answers again" in log
