@@ -262,8 +262,13 @@ class Listener:
         if mode == "voice":
             speech = await self._is_speech(frame)
             self._pre.append((frame, speech))
-            self._speech_run = self._speech_run + 1 if speech else 0
             need = self.guard.barge_in_speech_s if self.guard is not None else None
+            # On the in-process canceller's output a frame counts only if it is also louder
+            # than the loud end of its residue: AEC3, converged, still lets a burst of IRIS's
+            # voice through now and then, and Silero calls 192 ms of it speech.
+            # (near_end is fed every frame: the quiet ones teach it the residue's level.)
+            near = self.guard.near_end(frame) if need is not None and self.guard is not None else True
+            self._speech_run = self._speech_run + 1 if speech and near else 0
             pre = self._pre
             if need is not None:  # the in-process canceller: a longer pre-roll (why: above)
                 self._talk_pre.append((frame, speech))
@@ -273,6 +278,10 @@ class Listener:
             else:
                 talking_over = self._speech_run * FRAME_S + 1e-9 >= (need or VOICE_BARGE_IN_S)
             if talking_over:
+                # What the canceller knew when speech interrupted IRIS: a false barge-in is
+                # told from a person by these figures in the log.
+                log.info("voice barge-in after %d frames of speech; echo %s", self._speech_run,
+                         self.guard.snapshot() if self.guard is not None else "unguarded")  # fmt: skip
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in pre], replay=True, flags=[s for _, s in pre])
             return

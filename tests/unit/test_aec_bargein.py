@@ -48,3 +48,18 @@ def test_frames_not_allowed_interrupt_nothing() -> None:
     allowed = np.zeros(len(probs), bool)
     rows = bargein.judge(scene, scene.person, probs, 0.5, allowed)
     assert all(r["false"] == 0 and r["detected"] == 0 for r in rows)
+
+
+def test_louder_than_echo_takes_the_residue_as_echo_and_a_voice_above_it_as_a_person() -> None:
+    rate = 22050
+    played = np.zeros(8 * rate)
+    played[: 6 * rate] = 8000.0 * np.sin(np.arange(6 * rate) * 0.05)  # IRIS talks for 6 s
+    scene = sc.Scene(played, rate, np.zeros(8 * sc.RATE), ((0.0, 6.0),), (), 0.0)
+    rng = np.random.default_rng(1)
+    out = rng.normal(0, 200.0, 8 * sc.RATE)  # the canceller's residue, well below the speaker
+    out[int(4.0 * sc.RATE) : int(4.5 * sc.RATE)] *= 40  # a person, 32 dB above it
+    near = bargein.louder_than_echo(scene, out)
+    residue = near[int(2.0 / FRAME_S) : int(3.9 / FRAME_S)]
+    person = near[int(4.05 / FRAME_S) : int(4.45 / FRAME_S)]
+    assert not residue.any() and person.all()
+    assert near[int(6.5 / FRAME_S) :].all()  # IRIS silent: nothing to tell apart

@@ -33,6 +33,7 @@ import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES
 from iris_voice.audio.aec import InProcessCanceller
+from iris_voice.voice.echoguard import EchoGuard
 from tools.bench.aec_scene import (
     HUMAN,
     RATE,
@@ -77,6 +78,34 @@ def cancelled(scene: Scene, mic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             )
             converged[i] = canceller.converged
     return out, converged
+
+
+def louder_than_echo(scene: Scene, out: np.ndarray) -> np.ndarray:
+    """Per frame of the cancelled microphone ``out``, whether IRIS's echo guard takes it as
+    louder than IRIS's own echo (``EchoGuard.near_end``, asked of every frame as the listener
+    asks it on the in-process canceller while IRIS speaks): the speaker's level of each 20 ms
+    block recorded when it is handed over, 40 ms before it plays, as ``SpeakerSink`` does."""
+    block = round(0.02 * scene.play_rate)
+    played = scene.played.copy()
+    played[: int(scene.calibration_s * scene.play_rate)] = 0
+    n = len(played) // block
+    levels = np.sqrt(np.mean(np.square(played[: n * block].reshape(n, block)), 1))
+    handed = np.arange(n) * 0.02 - 0.04
+    now = [0.0]
+
+    def reference(since: float) -> float:
+        a, b = np.searchsorted(handed, [since, now[0]], side="left")
+        return float(levels[a : b + 1].max()) if b >= a and a < n else 0.0
+
+    guard = EchoGuard(clock=lambda: now[0])
+    guard.use("webrtc", "offline")
+    guard.reference = reference
+    frames = out[: len(out) // FRAME_SAMPLES * FRAME_SAMPLES].reshape(-1, FRAME_SAMPLES)
+    near = np.zeros(len(frames), bool)
+    for j, frame in enumerate(frames):
+        now[0] = (j + 1) * FRAME_S
+        near[j] = guard.near_end(frame)
+    return near
 
 
 def speech_probabilities(audio: np.ndarray) -> np.ndarray:
@@ -146,20 +175,21 @@ def judge(
 def report(results: list[dict[str, Any]]) -> str:
     """The table: one line per room, microphone and minimum run."""
     lines = [
-        "room     microphone                  min speech  false interruptions  detected  "
+        "room     microphone                    min speech  false interruptions  detected  "
         "detection p50 ms  p95 ms"
     ]
     for r in results:
         for row in r["rows"]:
             p50_ms, p95_ms = (row[k] if row[k] is not None else "-" for k in ("p50_ms", "p95_ms"))
             lines.append(
-                f"{r['room']:<8} {r['mic']:<26} {row['min_speech_ms']:>7} ms  "
+                f"{r['room']:<8} {r['mic']:<28} {row['min_speech_ms']:>7} ms  "
                 f"{row['false']:>11}/{row['replies']:<7}  {row['detected']:>4}/{row['over']:<3}  "
                 f"{p50_ms:>16}  {p95_ms:>6}"
             )
     lines.append("(false: replies in which the rule fired with only IRIS talking; detection: from the")
     lines.append(" person's first loud frame to the frame that fired; Silero at audio.vad_threshold;")
-    lines.append(" cancelled: once the canceller counts itself converged, as IRIS does; from the start:")
+    lines.append(" cancelled: once the canceller counts itself converged; louder than echo: and only")
+    lines.append(" frames the echo guard takes as louder than IRIS's echo, as IRIS does; from the start:")
     lines.append(" from its first frame)")
     return "\n".join(lines)
 
@@ -184,7 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         sig = room_signals(scene, ROOMS[name])
         out, converged = cancelled(scene, sig.mic)
         probs = speech_probabilities(out)
-        mics = {"cancelled": (probs, converged), "cancelled, from the start": (probs, None)}
+        near = louder_than_echo(scene, out)
+        mics = {
+            "cancelled": (probs, converged),
+            "cancelled, louder than echo": (probs, converged & near[: len(converged)]),
+            "cancelled, from the start": (probs, None),
+        }
         if args.raw:
             mics["raw"] = (speech_probabilities(sig.mic), None)
         for mic, (p, allowed) in mics.items():
