@@ -25,6 +25,18 @@ MAX_DURATION = 7 * 24 * 3600.0
 """The longest timer, in seconds; longer ones are almost certainly mishearings."""
 
 DURATION_HELP = "Try '8 minutes', '1h30m', '90 seconds', 'half an hour' or '1:30'."
+ORDINALS = {
+    "first": 0,
+    "1st": 0,
+    "second": 1,
+    "2nd": 1,
+    "third": 2,
+    "3rd": 2,
+    "fourth": 3,
+    "4th": 3,
+    "fifth": 4,
+}
+"""A timer named by its place among those running, oldest first ("stop the first one")."""
 WHEN_HELP = "Try 'in 10 minutes', 'at 7 pm', '19:30', 'tomorrow at 9' or 'noon'."
 
 _UNITS = {

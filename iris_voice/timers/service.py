@@ -29,7 +29,14 @@ from iris_voice.errors import ToolError
 from iris_voice.events import Event, TimerChanged, TimerFinished, TimerStoreRecovered
 from iris_voice.timers.dbfile import is_damage, is_locked
 from iris_voice.timers.origin import ORIGIN, Hold
-from iris_voice.timers.parse import MAX_DURATION, parse_duration, resolve_tz, speak_duration, speak_when
+from iris_voice.timers.parse import (
+    MAX_DURATION,
+    ORDINALS,
+    parse_duration,
+    resolve_tz,
+    speak_duration,
+    speak_when,
+)
 from iris_voice.timers.store import Recovery, TimerRow, TimerStore
 
 log = logging.getLogger(__name__)
@@ -290,6 +297,11 @@ class TimerService:
             raise ToolError(f"No {kind or 'timer'}s are running. {nothing}.")
         if key in ("last", "latest", "newest", "most recent", "recent"):
             return [max(pool, key=lambda r: (r.created_at, r.id))]
+        if key in ORDINALS:  # "the first one": by when it was set, as the person set them
+            ordered = sorted(pool, key=lambda r: (r.created_at, r.id))
+            if ORDINALS[key] >= len(ordered):
+                raise ToolError(f"Only {len(ordered)} running: {running}. {nothing}.")
+            return [ordered[ORDINALS[key]]]
         if m := re.fullmatch(r"(?:#|number |no )?#?(\d+)", key):
             hits = [r for r in rows if r.id == int(m[1])]
             if not hits:

@@ -51,6 +51,7 @@ def test_moments_said_are_found_and_bare_numbers_are_not_moments():
         ("Turn off the dining room.", "cancel_timer", {"which": "dining room"}, CANNOT),
         ("Make the lamp brighter.", "adjust_timer", {"duration": "2 minutes", "which": "pasta"}, CANNOT),
         ("Pause the music.", "pause_timer", {"which": "music"}, CANNOT),
+        ("Read me the first one.", "cancel_timer", {"which": "second"}, CANNOT),  # not the place said
         ("Pause the pasta alarm.", "pause_timer", {"which": "tea"}, "Which timer do you mean?"),
         ("Turn the heating up to twenty one degrees.", "set_timer", {"duration": "21 minutes"}, CANNOT),
         ("Book a table for two tonight.", "set_timer", {"duration": "2 hours", "label": "table"}, CANNOT),
@@ -94,6 +95,7 @@ async def test_a_call_the_words_do_not_ask_for_is_refused_and_nothing_changes(re
             {"duration": "2 minutes", "which": "pasta"},
         ),
         ("Pause the timer.", "pause_timer", {}),
+        ("Stop the first one.", "cancel_timer", {"which": "first"}),  # its place among those running
     ],
 )
 async def test_a_call_grounded_in_the_words_runs(request_, name, args):

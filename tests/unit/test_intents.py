@@ -123,6 +123,21 @@ CASES = [
     ("resume my timer please", ("HassUnpauseTimer", "resume_timer", {})),
     ("unpause the pasta timer", ("HassUnpauseTimer", "resume_timer", {"which": "pasta"})),
     ("unpause my timer", ("HassUnpauseTimer", "resume_timer", {})),
+    # a timer named without the word ("the bread one"), or by its place ("the first one")
+    ("Pause the bread one.", ("HassPauseTimer", "pause_timer", {"which": "bread"})),
+    ("Stop the first one.", ("HassCancelTimer", "cancel_timer", {"which": "first"})),
+    ("start the bread one again", ("HassUnpauseTimer", "resume_timer", {"which": "bread"})),
+    (
+        "Take three minutes off the first one.",
+        ("HassDecreaseTimer", "adjust_timer", {"duration": "-180 seconds", "which": "first"}),
+    ),
+    ("how long is left on the rice one", ("HassTimerStatus", "list_timers", {"which": "rice"})),
+    ("How much time is on the bread one?", ("HassTimerStatus", "list_timers", {"which": "bread"})),
+    ("how long is left on the other one", ("HassTimerStatus", "list_timers", {})),
+    (
+        "And another one for twenty-five minutes for the roast.",
+        ("HassStartTimer", "set_timer", {"duration": "1500 seconds", "label": "roast"}),
+    ),
     # status
     ("how long is left on the pasta timer", ("HassTimerStatus", "list_timers", {"which": "pasta"})),
     ("how much time is left on my timer", ("HassTimerStatus", "list_timers", {})),
@@ -192,6 +207,8 @@ NEAR_MISSES = [
     "remind me to call mom",  # when?
     "remind me about the meeting",
     "pause the music",
+    "cancel the one",  # names no timer
+    "stop the ten minute one",  # a duration the name slot cannot hold: the model reads it
     "cancel my subscription",
     "what is 2 times 3 times 4",  # two readings
     "what is four times the speed of sound",

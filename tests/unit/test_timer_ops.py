@@ -266,6 +266,17 @@ async def test_status_of_one_timer_or_all(h: Harness, tools: ToolRegistry) -> No
     assert not unknown.ok and "No timer matches 'soup'" in unknown.result
 
 
+async def test_a_timer_named_by_its_place_among_those_running(h: Harness, tools: ToolRegistry) -> None:
+    await say(tools, "set_timer", duration="8 minutes", label="pasta")
+    h.clock.advance(1)
+    await say(tools, "set_timer", duration="20 minutes", label="sauce")
+    assert await say(tools, "pause_timer", which="second") == "Paused the sauce timer with 20 minutes left."
+    assert await say(tools, "cancel_timer", which="first") == "Cancelled the pasta timer."
+    third = await tools.call("cancel_timer", {"which": "third"})
+    assert not third.ok and "Only 1 running" in third.result and "Nothing was cancelled" in third.result
+    assert [r.label for r in h.store.active()] == ["sauce"]
+
+
 async def test_cancel_all_includes_paused_timers(h: Harness, tools: ToolRegistry) -> None:
     await say(tools, "set_timer", duration="8 minutes", label="pasta")
     await say(tools, "set_timer", duration="3 minutes", label="tea")

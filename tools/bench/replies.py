@@ -13,8 +13,9 @@ every reply, then per half and side:
   claimed actions, not refused, mid-sentence, timer questions, echoes);
 - per rule of the reply policy: the turns it decided something on, on each side.
 
-``--off RULE[,RULE]`` runs with rules switched off (``[reply] off``), to measure what each
-one stops on both sides. Run under ``flock /tmp/iris-llm.lock``:
+``--kinds follow-up-timer,…`` runs only those must-serve conversations (a tuning loop on
+the development half, never a result). ``--off RULE[,RULE]`` runs with rules switched
+off (``[reply] off``), to measure what each one stops on both sides. Run under ``flock /tmp/iris-llm.lock``:
 ``python -m tools.bench.replies`` (``--halves dev`` while tuning).
 """
 
@@ -86,8 +87,12 @@ def judge_serve(say: Say, trace: dict, wrote: bool, state: bool | None, names: l
     return faults
 
 
-async def run(host: str, model: str, halves: list[str], off: list[str]) -> dict[str, dict[str, list[dict]]]:
-    """Both sides of ``halves`` through one IRIS; the judged turns by side and half."""
+async def run(
+    host: str, model: str, halves: list[str], off: list[str], kinds: list[str] | None = None
+) -> dict[str, dict[str, list[dict]]]:
+    """Both sides of ``halves`` through one IRIS; the judged turns by side and half. With
+    ``kinds``, only the must-serve conversations of those kinds (a quick loop while tuning
+    on the development half: a change is kept only on a run of both sides)."""
     from iris_voice.app.assembly import open_app
 
     state = Path(tempfile.mkdtemp(prefix="iris-bench-replies-"))
@@ -102,9 +107,10 @@ async def run(host: str, model: str, halves: list[str], off: list[str]) -> dict[
             for half in halves:
                 out["serve"][half] = rows = []
                 for chat in SERVE[half]:
-                    rows.extend(await _chat(app, chat, half, names))
+                    if not kinds or chat.kind in kinds:
+                        rows.extend(await _chat(app, chat, half, names))
                 out["refuse"][half] = rows = []
-                for r in REFUSE[half]:
+                for r in REFUSE[half] if not kinds else ():
                     await prepare(app, r.timers)
                     before = await timers_state(app)
                     trace = await ask(app.responder, r.text)
@@ -183,6 +189,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--halves", default="dev,held-out", help="dev, held-out or both (default)")
     ap.add_argument("--off", default="", help="reply rules to switch off, comma-separated")
+    ap.add_argument(
+        "--kinds", default="", help="only must-serve chats of these kinds, no must-refuse (tuning)"
+    )
     args = ap.parse_args()
     from tools.testbed.servers import bench_target, model_server
 
@@ -191,7 +200,8 @@ def main() -> None:
         host = model_server(stack, model, host, "test server")
         off = [r for r in args.off.split(",") if r]
         print(f"reply rules off: {off or 'none'}", flush=True)
-        report(asyncio.run(run(host, model, args.halves.split(","), off)))
+        kinds = [k for k in args.kinds.split(",") if k]
+        report(asyncio.run(run(host, model, args.halves.split(","), off, kinds)))
 
 
 if __name__ == "__main__":

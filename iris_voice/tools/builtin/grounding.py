@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, tzinfo
 from typing import Any
 
-from iris_voice.timers.parse import parse_duration, resolve_when
+from iris_voice.timers.parse import ORDINALS, parse_duration, resolve_when
 from iris_voice.tools.intents import REFERENT
 from iris_voice.tools.lexicon import sets_up
 from iris_voice.tools.registry import OTHER_CHANGE, ArgumentRepair, GroundingCheck
@@ -225,6 +225,8 @@ def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
     # A running timer the request names is the one it means: "last" or another is a guess.
     meant = [_label_words(label) for label in labels if _label_words(label)]
     meant = [w for w in meant if all(x in said for x in w)]
+    if which in ORDINALS and labels and which in said:
+        return True  # "stop the first one": the timer at that place, as the tool finds it
     if _REFERENCES.match(which):
         return about_timers and not meant
     named = bool(words) and all(w in said for w in words)

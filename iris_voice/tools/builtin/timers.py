@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from iris_voice.errors import ToolError
 from iris_voice.timers.parse import (
     MAX_DURATION,
+    ORDINALS,
     parse_duration,
     parse_when,
     plural,
@@ -251,8 +252,9 @@ def _name(value: Any) -> str | None:
     """A timer name as said ("the pasta" → "pasta", "" when none); None if doubtful."""
     text = _ARTICLES.sub("", words(value))
     text = re.sub(r"\s*\btimers?$", "", text, flags=re.IGNORECASE)
-    if re.search(r"\d", text) or len(text.split()) > MAX_NAME_WORDS:
-        return None  # "10 minute" is a duration, a long phrase is not a name
+    number = re.search(r"\d", digits(text)) and text.lower() not in ORDINALS  # "first": a place
+    if number or len(text.split()) > MAX_NAME_WORDS:
+        return None  # "10 minute" (or "ten minute") is a duration, a long phrase is not a name
     return text
 
 
@@ -264,8 +266,8 @@ def _hms(slots: Slots, prefix: str = "") -> float:
 
 def _which(slots: Slots) -> str | None:
     """Which timer a sentence means: a name, a starting duration, or "" (the only one)."""
-    if "name" in slots:
-        return _name(slots["name"])
+    if "name" in slots:  # a name of articles only ("cancel the one") names nothing
+        return _name(slots["name"]) or None
     start = _hms(slots, "start_")
     return duration_arg(start) if start else ""
 
