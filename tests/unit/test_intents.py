@@ -6,6 +6,7 @@ import pytest
 
 from iris_voice.conversation.fastpath import IntentMatcher
 from iris_voice.conversation.fastpath.templates import home_assistant_templates, iris_templates
+from iris_voice.tools.intents import REFERRED
 from iris_voice.tools.spoken import number, seconds
 from tests.support.fakes import builtin_registry
 
@@ -132,6 +133,11 @@ CASES = [
         ("HassDecreaseTimer", "adjust_timer", {"duration": "-180 seconds", "which": "first"}),
     ),
     ("how long is left on the rice one", ("HassTimerStatus", "list_timers", {"which": "rice"})),
+    (
+        "Take five minutes off that one.",
+        ("HassDecreaseTimer", "adjust_timer", {"duration": "-300 seconds", "which": REFERRED}),
+    ),
+    ("pause that timer", ("HassPauseTimer", "pause_timer", {"which": REFERRED})),
     ("How much time is on the bread one?", ("HassTimerStatus", "list_timers", {"which": "bread"})),
     ("how long is left on the other one", ("HassTimerStatus", "list_timers", {})),
     (

@@ -258,6 +258,10 @@ def _name(value: Any) -> str | None:
     return text
 
 
+_POINTING = {"that", "this", "it"}
+"""A name that points back: the conversation's timer (``REFERRED``)."""
+
+
 def _hms(slots: Slots, prefix: str = "") -> float:
     """Seconds from Home Assistant's hours/minutes/seconds slots (0 when none)."""
     units = (("hours", 3600), ("minutes", 60), ("seconds", 1))
@@ -267,7 +271,9 @@ def _hms(slots: Slots, prefix: str = "") -> float:
 def _which(slots: Slots) -> str | None:
     """Which timer a sentence means: a name, a starting duration, or "" (the only one)."""
     if "name" in slots:  # a name of articles only ("cancel the one") names nothing
-        return _name(slots["name"]) or None
+        name = _name(slots["name"])
+        # "take five minutes off that one": the timer the conversation spoke of
+        return REFERRED if name in _POINTING else name or None
     start = _hms(slots, "start_")
     return duration_arg(start) if start else ""
 
