@@ -112,6 +112,22 @@ async def test_a_timer_conversation_on_the_fast_path(s: Setup) -> None:
     assert responder.conversation.turns[-1][-1]["content"] == "Cancelled the pasta timer."
 
 
+async def test_timers_named_without_the_word_or_by_their_place(s: Setup) -> None:
+    responder, backend = s.responder()
+    say = [
+        ("set a bread timer for 25 minutes", "Bread timer set for 25 minutes."),
+        ("and another one for ten minutes for the laundry", "Laundry timer set for 10 minutes."),
+        ("Pause the bread one.", "Paused the bread timer with 25 minutes left."),
+        ("Okay, start it again.", "Resumed the bread timer with 25 minutes left."),  # "it": bread
+        ("Stop the first one.", "Cancelled the bread timer."),  # set first
+        ("How much time is on the other one?", "You have 1 timer: laundry with 10 minutes left."),
+    ]
+    for text, reply in say:
+        assert (await ask(responder, text)).reply == reply, text
+    assert backend.requests == []
+    assert [r.label for r in s.h.store.active()] == ["laundry"]
+
+
 async def test_the_fast_path_publishes_the_turn_events(s: Setup) -> None:
     responder, _ = s.responder("You have no timer.")
     await ask(responder, "add 2 minutes to the timer")  # refused (no timer): the model answers
