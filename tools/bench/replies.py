@@ -13,6 +13,11 @@ every reply, then per half and side:
   claimed actions, not refused, mid-sentence, timer questions, echoes);
 - per rule of the reply policy: the turns it decided something on, on each side.
 
+``--mixed`` runs one long conversation per half instead of a fresh one per request: each
+must-refuse request followed by the first turn of a must-serve conversation (the timers of
+each request set without resetting the conversation), as a daemon hears them all day —
+what a refusal kept in the history does to the requests after it.
+
 ``--kinds follow-up-timer,…`` runs only those must-serve conversations (a tuning loop on
 the development half, never a result). ``--off RULE[,RULE]`` runs with rules switched
 off (``[reply] off``), to measure what each one stops on both sides. Run under ``flock /tmp/iris-llm.lock``:
@@ -88,11 +93,17 @@ def judge_serve(say: Say, trace: dict, wrote: bool, state: bool | None, names: l
 
 
 async def run(
-    host: str, model: str, halves: list[str], off: list[str], kinds: list[str] | None = None
+    host: str,
+    model: str,
+    halves: list[str],
+    off: list[str],
+    kinds: list[str] | None = None,
+    mixed: bool = False,
 ) -> dict[str, dict[str, list[dict]]]:
     """Both sides of ``halves`` through one IRIS; the judged turns by side and half. With
     ``kinds``, only the must-serve conversations of those kinds (a quick loop while tuning
-    on the development half: a change is kept only on a run of both sides)."""
+    on the development half: a change is kept only on a run of both sides); with ``mixed``,
+    only the one long conversation per half (``_mixed``)."""
     from iris_voice.app.assembly import open_app
 
     state = Path(tempfile.mkdtemp(prefix="iris-bench-replies-"))
@@ -104,7 +115,7 @@ async def run(
         async with open_app(cfg, errlog=devnull) as app:
             await app.responder.warmup()
             names = app.registry.callable_names()
-            for half in halves:
+            for half in halves if not mixed else ():
                 out["serve"][half] = rows = []
                 for chat in SERVE[half]:
                     if not kinds or chat.kind in kinds:
@@ -121,7 +132,44 @@ async def run(
                     )
                     rows.append({**faults, "rules": fired(trace.to_dict())})
                     _print("refuse", half, faults, r.text, trace.to_dict())
+            for half in halves if mixed else ():
+                out["serve"][f"{half}+mix"], out["refuse"][f"{half}+mix"] = await _mixed(app, half, names)
     return out
+
+
+async def _timers(app, timers) -> None:
+    """Exactly ``timers`` running, the conversation kept."""
+    await app.timers.cancel("all")
+    for label, seconds in timers:
+        await app.timers.set_timer(seconds, label)
+
+
+async def _mixed(app, half: str, names: list[str]) -> tuple[list[dict], list[dict]]:
+    """One conversation: each must-refuse request, then a must-serve chat's first turn."""
+    app.responder.conversation.reset()
+    serve: list[dict] = []
+    refuse: list[dict] = []
+    firsts = [c for c in SERVE[half] if not c.timers]
+    for r, chat in zip(REFUSE[half], firsts, strict=False):
+        await _timers(app, r.timers)
+        before = await timers_state(app)
+        trace = await ask(app.responder, r.text)
+        wrote = any(c["ok"] and WRITERS.search(c["name"]) for c in trace.tool_calls)
+        faults = judge(r, trace.reply, wrote or before != await timers_state(app), names)
+        faults["wrong"] = any(faults[k] for k in ("side_effect", "syntax", "claim", "not_refused"))
+        refuse.append({**faults, "rules": fired(trace.to_dict())})
+        _print("refuse", f"{half}+mix", faults, r.text, trace.to_dict())
+        await _timers(app, ())
+        say = chat.turns[0]
+        t = (await ask(app.responder, say.text)).to_dict()
+        wrote = any(c["ok"] and WRITERS.search(c["name"]) for c in t["tool_calls"])
+        state = None
+        if say.after is not None:
+            state = state_right(say.after, await app.timers.list(), app.timers.clock.now())
+        faults = judge_serve(say, t, wrote, state, names)
+        serve.append({**faults, "rules": fired(t), "kind": chat.kind})
+        _print("serve", f"{half}+mix", faults, say.text, t)
+    return serve, refuse
 
 
 async def _chat(app, chat: Chat, half: str, names: list[str]) -> list[dict]:
@@ -174,7 +222,8 @@ def report(out: dict[str, dict[str, list[dict]]]) -> None:
             wrong = Counter(rule for r in rows if r["wrong"] for rule in set(r["rules"]))
             said = ", ".join(f"{k} {n} ({wrong[k]})" for k, n in turns.most_common()) or "none"
             print(f"  {side}/{half}: {said}")
-    kinds = Counter((r["kind"], r["wrong"]) for rows in out["serve"].values() for r in rows)
+    served = [r for h, rows in out["serve"].items() if "+mix" not in h for r in rows]
+    kinds = Counter((r["kind"], r["wrong"]) for r in served)
     print(
         "\nmust-serve wrong by kind: "
         + ", ".join(
@@ -189,6 +238,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--halves", default="dev,held-out", help="dev, held-out or both (default)")
     ap.add_argument("--off", default="", help="reply rules to switch off, comma-separated")
+    ap.add_argument("--mixed", action="store_true", help="one long conversation per half instead")
     ap.add_argument(
         "--kinds", default="", help="only must-serve chats of these kinds, no must-refuse (tuning)"
     )
@@ -201,7 +251,7 @@ def main() -> None:
         off = [r for r in args.off.split(",") if r]
         print(f"reply rules off: {off or 'none'}", flush=True)
         kinds = [k for k in args.kinds.split(",") if k]
-        report(asyncio.run(run(host, model, args.halves.split(","), off, kinds)))
+        report(asyncio.run(run(host, model, args.halves.split(","), off, kinds, args.mixed)))
 
 
 if __name__ == "__main__":
