@@ -130,7 +130,11 @@ def orders_action(request: str) -> bool:
 
 
 _OWN_NOUN = r"(?:timers?|reminders?|alarms?)"
-_OWN_DONE = r"(?:cancel+ed|set|started|created|added|removed|deleted|stopped|scheduled|saved)"
+# What the timer tools do, said as done (``set_timer`` … ``resume_timer``, ``adjust_timer``).
+_OWN_DONE = (
+    r"(?:cancel+ed|set|started|created|added|removed|deleted|stopped|scheduled|saved"
+    r"|paused|resumed|restarted|adjusted|extended|changed|updated)"
+)
 _OWN = re.compile(rf"\b{_OWN_NOUN}\b", re.IGNORECASE)
 _OWN_CLAIM = re.compile(
     rf"\b{_OWN_NOUN}\b[^.!?]*?\b(?:has|have) (?:now |just |already )?been {_OWN_DONE}\b"
@@ -145,7 +149,8 @@ cancelled.", "I've set a timer for 8 minutes.", "Timer set."."""
 
 _OWN_ORDER = re.compile(
     r"^(?=.*\b(?:remind|timers?|reminders?|alarms?)\b)"
-    r"(?=.*\b(?:set|start|cancel+(?:ed)?|stop|delete|remove|add|create|make|remind|schedule|put|clear)\b)",
+    r"(?=.*\b(?:set|start|cancel+(?:ed)?|stop|delete|remove|add|create|make|remind|schedule|put|clear"
+    r"|pause|resume|restart|adjust|extend|change)\b)",
     re.IGNORECASE,
 )
 """A request for one of IRIS's timer actions (misheard forms too: "cancelled the timer")."""

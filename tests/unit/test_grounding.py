@@ -131,6 +131,24 @@ async def test_a_timer_name_keeps_only_the_words_said(request_, duration, label,
     assert ("breakfast" in (await registry.call("list_timers", {})).result) is False
 
 
+@pytest.mark.parametrize(
+    ("request_", "said"),
+    [
+        ("Give me two and a half minutes for the tea.", "Tea timer set for 2 minutes 30 seconds."),
+        ("Set a timer for three minutes for the rice, please.", "Rice timer set for 3 minutes."),
+        ("Start an egg timer for four minutes.", "Egg timer set for 4 minutes."),
+        # no name said: none is made up
+        ("Set a five minute timer.", "Timer set for 5 minutes."),
+        ("Set a timer for the next ten minutes.", "Timer set for 10 minutes."),
+    ],
+)
+async def test_a_name_said_and_left_out_of_the_call_is_filled_in(request_, said):
+    registry = builtin_registry()
+    duration = said.split(" for ", 1)[1].rstrip(".")
+    result = await registry.call("set_timer", {"duration": duration, "label": None}, request=request_)
+    assert result.ok and result.result == said, result.result
+
+
 async def test_without_a_request_the_check_does_not_apply():
     # The fast path's calls come from sentence templates: grounded by construction.
     assert (await builtin_registry().call("set_timer", {"duration": "1 minute", "label": "lamp"})).ok

@@ -196,11 +196,35 @@ def said_label(request: str, label: Any) -> str | None:
     return " ".join(kept) or None
 
 
+# A name said with a timer: "a tea timer", "a timer for the cookies", "… minutes for the
+# tea." (a closing "for the …"). Its words are checked by ``named_timer``: "a five minute
+# timer" or "for the next hour" names no timer.
+_NAMED = re.compile(
+    r"\b(?:a|an|the|my)\s+([a-z]+(?:\s+[a-z]+)?)\s+timer\b"
+    r"|\btimer\s+for\s+(?:the|my)\s+([a-z]+(?:\s+[a-z]+)?)\b"
+    r"|\bfor\s+(?:the|my)\s+([a-z]+(?:\s+[a-z]+)?)\s*(?:,\s*please)?\s*[.!?]?\s*$",
+    re.IGNORECASE,
+)
+_NOT_A_NAME = re.compile(r"\b(?:next|last|other|first|same|new|one|rest|moment|while|half|quarter|couple)\b")
+
+
+def named_timer(request: str) -> str | None:
+    """The name the request gives a new timer, or None ("Twelve minutes on a timer for the
+    cookies." → "cookies"; "Set a five minute timer." → None)."""
+    for match in _NAMED.finditer(request):
+        name = next(g for g in match.groups() if g).lower()
+        if not (_UNIT.search(digits(name)) or re.search(r"\d", digits(name)) or _NOT_A_NAME.search(name)):
+            return name
+    return None
+
+
 def drop_unsaid_label(request: str, args: dict[str, Any]) -> dict[str, Any]:
     """``set_timer``'s arguments with its name cut to the words the user said (see
-    ``said_label``); without a name when they said none."""
+    ``said_label``); without a name when they said none. A name the request gives and the
+    model left out is filled in (``named_timer``): the model often writes ``label: null``."""
     if not args.get("label"):
-        return args
+        name = named_timer(request)
+        return {**args, "label": name} if name else args
     label = said_label(request, args["label"])
     if label is None:
         return {k: v for k, v in args.items() if k != "label"}
