@@ -245,7 +245,6 @@ REPLY_RULES = (
     "repeated_call",
     "one_change",
     "grounding",
-    "forget_refusal",
 )
 """The reply policy's rules, in the order they act (``conversation.policy`` says what each guards against)."""
 

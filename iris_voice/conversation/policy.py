@@ -35,7 +35,6 @@ GUARDS = {
     "repeated_call": "the same call made again instead of an answer: the answer asked for",
     "one_change": "one change asked, a second made of the model's own: the round ends at the first",
     "grounding": "a side effect nobody asked for (a timer from 'turn on the lamp'): not run",
-    "forget_refusal": "a turn that only says IRIS could not, kept out of the history (the model copies it)",
 }
 """What each rule guards against, in the order they act."""
 assert tuple(GUARDS) == REPLY_RULES, "config.REPLY_RULES and policy.GUARDS name the same rules"
@@ -55,7 +54,7 @@ class Decision:
     """The rule's name (``GUARDS``)."""
     action: str
     """What it did: ``dropped``, ``replaced``, ``said``, ``asked again``, ``called``, ``cut``,
-    ``not run``, ``forgotten``."""
+    ``not run``."""
     text: str = ""
     """The sentence (or call) it acted on."""
     said: str = ""

@@ -95,9 +95,7 @@ class Assistant:
         if self.fast is not None:
             producer = await self.fast.route(text, producer, self.chat.mode, turn.history)
         # aclosing: when the listener stops early, the turn is closed (and recorded) now
-        async with contextlib.aclosing(
-            run_turn(turn, producer, self.conversation, self._publish, self.chat.policy)
-        ) as said:
+        async with contextlib.aclosing(run_turn(turn, producer, self.conversation, self._publish)) as said:
             async for sentence in said:
                 yield sentence
 

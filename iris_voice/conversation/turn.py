@@ -11,35 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from iris_voice.conversation.history import Conversation, Message
-from iris_voice.conversation.policy import ReplyPolicy
 from iris_voice.conversation.trace import TurnTrace
 from iris_voice.events import Event, SentenceReady, TurnDiscarded, TurnFinished, TurnStarted
-from iris_voice.tools.mcp.saying import reports_failure
 
 FALLBACK_REPLY = "Sorry, I could not work that out."
 """Said when a turn produced no sentence and no tool result to fall back on."""
-
-# A reply that only says IRIS could not: "Sorry, I can't do that.", "I'm sorry, but I can't
-# assist with that.", "Sorry, that did not work; nothing was changed."
-_REFUSAL = re.compile(r"\b(?:can't|cannot|can not|unable|not able|could not|did not work)\b", re.IGNORECASE)
-_REFUSAL_WORDS = 12
-
-
-def refusal_only(reply: str, trace: TurnTrace) -> bool:
-    """Whether ``reply`` only says that IRIS could not, and no tool answered in the turn.
-
-    Such a turn is not kept in the history: a small model copies it. In a conversation on
-    the test bed one "Sorry, I can't do that." was followed by the same words for "Set a tea
-    timer for 3 minutes.", with the timer tool listed and no call made."""
-    short = len(reply.split()) <= _REFUSAL_WORDS
-    answered = any(c["ok"] and not reports_failure(str(c["result"])) for c in trace.tool_calls)
-    return short and bool(_REFUSAL.search(reply)) and not answered
 
 
 @dataclass
@@ -111,7 +92,6 @@ async def run_turn(
     producer: Producer,
     conversation: Conversation,
     publish: Callable[[Event], None],
-    policy: ReplyPolicy | None = None,
 ) -> AsyncIterator[str]:
     """Run ``turn`` with ``producer`` and yield its sentences (see the module notes).
 
@@ -149,12 +129,7 @@ async def run_turn(
         if turn.held:  # dropped before it was confirmed: as if it never happened
             publish(TurnDiscarded(turn.text))
         else:
-            forget = (
-                completed and (policy is None or policy.on("forget_refusal")) and refusal_only(reply, trace)
-            )
-            if forget and policy is not None:
-                policy.record(trace, "forget_refusal", "forgotten", reply)
-            if (spoken or turn.keep_unspoken) and not forget:
+            if spoken or turn.keep_unspoken:
                 if turn.open_reply:
                     conversation.add(turn.messages, open_reply=reply)
                 else:

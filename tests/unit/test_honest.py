@@ -137,14 +137,17 @@ def test_the_guard_holds_from_the_first_claim_and_settles_by_whether_a_call_foll
         ("Will it rain today?", "It will rain today."),
     ],
 )
-async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_left_out_of_the_history(request_, reply):
+async def test_a_claimed_action_with_no_tool_is_said_as_cannot_and_only_that_is_remembered(request_, reply):
     registry = builtin_registry()
     assistant = chat_assistant(ScriptedBackend(reply), registry)
     trace = await ask(assistant, request_)
     assert trace.reply in (CANNOT, f"Okay. {CANNOT}")
     assert trace.extra["claimed"]
-    # neither the claim nor the refusal reaches the model again: a small model copies both
-    assert assistant.conversation.messages() == []
+    # the claim never reaches the model again: the history holds what IRIS said instead
+    assert assistant.conversation.messages() == [
+        {"role": "user", "content": request_},
+        {"role": "assistant", "content": trace.reply},
+    ]
     assert (await registry.call("list_timers", {})).result == "No timers are running."
 
 

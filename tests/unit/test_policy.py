@@ -42,8 +42,9 @@ async def test_a_claimed_action_on_the_world_is_refused_and_recorded() -> None:
         "text": "I'll turn on the kitchen lights.",
         "said": CANNOT,
     } in (trace.to_dict()["policy"])
-    assert responder.conversation.turns == []  # a refusal is not kept (forget_refusal)
-    assert "forget_refusal" in fired(trace.to_dict())
+    # a refusal is kept in the history like any reply: a conversation mixing both sides
+    # went 22 -> 13 wrong without the rule that kept it out (docs/benchmarks.md)
+    assert responder.conversation.turns[0][-1]["content"] == CANNOT
 
 
 @pytest.mark.parametrize(
@@ -121,12 +122,6 @@ async def test_a_clause_cut_off_by_call_syntax_gets_closing_words_unless_the_rul
     responder, _ = _assistant(said, off=("closing",))
     trace = await ask(responder, "Open the garage door.")
     assert CANNOT not in trace.reply and "closing" not in fired(trace.to_dict())
-
-
-async def test_with_forget_refusal_off_a_refusal_is_kept_in_the_history() -> None:
-    responder, _ = _assistant("Sorry, I can't do that.", off=("forget_refusal",))
-    await ask(responder, "Open the garage door.")
-    assert responder.conversation.turns[0][-1]["content"] == "Sorry, I can't do that."
 
 
 @pytest.mark.parametrize(
