@@ -93,7 +93,7 @@ bench: setup
 # Both sides of what IRIS says (tools/bench/replies.py): the must-serve set and the must-refuse
 # sets in one run, per rule of the reply policy; HALVES=dev while tuning, OFF=rule,rule to ablate.
 bench-replies: setup
-	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.replies $(if $(HALVES),--halves $(HALVES)) $(if $(OFF),--off $(OFF))
+	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.replies $(if $(HALVES),--halves $(HALVES)) $(if $(OFF),--off $(OFF)) $(if $(MIXED),--mixed)
 
 bench-honest: setup
 	flock /tmp/iris-llm.lock $(BIN)/python -m tools.bench.honest $(if $(HALVES),--halves $(HALVES)) $(if $(MCP),--mcp)
