@@ -36,7 +36,7 @@ from iris_voice.speech.endpoint import NO_WORDS, TurnEnd, Words
 from iris_voice.speech.stt import DecodeSession
 from iris_voice.speech.vad import NoSpeech, Segmenter, SpeechDetector, UtteranceEnded, UtteranceStarted
 from iris_voice.speech.wake import WakeDetector
-from iris_voice.voice.echoguard import EchoGuard
+from iris_voice.voice.echoguard import NEAR_SHARE, EchoGuard
 from iris_voice.voice.heard import (
     BargeIn,
     CaptureStarted,
@@ -111,6 +111,7 @@ class Listener:
         self._capture_start_s = 0.0
         self._seg: Segmenter | None = None
         self._speech_run = 0
+        self._near_run = 0  # of the barge-in run's frames, those louder than IRIS's echo
         self.sessions: Callable[[str], DecodeSession] | None = None
         """Opens an incremental decode for each capture (set by the pipeline when its
         transcriber ``supports_streaming``), or None."""
@@ -263,12 +264,15 @@ class Listener:
             speech = await self._is_speech(frame)
             self._pre.append((frame, speech))
             need = self.guard.barge_in_speech_s if self.guard is not None else None
-            # On the in-process canceller's output a frame counts only if it is also louder
-            # than the loud end of its residue: AEC3, converged, still lets a burst of IRIS's
-            # voice through now and then, and Silero calls 192 ms of it speech.
+            # On the in-process canceller's output half of the run must also be louder than
+            # the loud end of its residue: AEC3, converged, still lets a burst of IRIS's voice
+            # through now and then, and Silero calls 192 ms of it speech; it damps a person
+            # too, so not every frame of theirs is (NEAR_SHARE).
             # (near_end is fed every frame: the quiet ones teach it the residue's level.)
             near = self.guard.near_end(frame) if need is not None and self.guard is not None else True
-            self._speech_run = self._speech_run + 1 if speech and near else 0
+            self._speech_run = self._speech_run + 1 if speech else 0
+            self._near_run = self._near_run + int(near) if speech else 0
+            enough_near = self._near_run + 1e-9 >= NEAR_SHARE * self._speech_run
             pre = self._pre
             if need is not None:  # the in-process canceller: a longer pre-roll (why: above)
                 self._talk_pre.append((frame, speech))
@@ -276,11 +280,12 @@ class Listener:
             if self.guard is not None and self.guard.gates_barge_in:  # speech louder than IRIS's echo
                 talking_over = self.guard.talking_over(frame, speech)
             else:
-                talking_over = self._speech_run * FRAME_S + 1e-9 >= (need or VOICE_BARGE_IN_S)
+                talking_over = enough_near and self._speech_run * FRAME_S + 1e-9 >= (need or VOICE_BARGE_IN_S)
             if talking_over:
                 # What the canceller knew when speech interrupted IRIS: a false barge-in is
                 # told from a person by these figures in the log.
-                log.info("voice barge-in after %d frames of speech; echo %s", self._speech_run,
+                log.info("voice barge-in after %d frames of speech, %d louder than the echo; echo %s",
+                         self._speech_run, self._near_run,
                          self.guard.snapshot() if self.guard is not None else "unguarded")  # fmt: skip
                 self._emit(BargeIn("voice"))
                 self._start(Trigger.BARGE_IN, [f for f, _ in pre], replay=True, flags=[s for _, s in pre])
@@ -390,7 +395,7 @@ class Listener:
                     self._publish(SpeechStarted(self._capture_start_s + event.start_s))
         self._pre.clear()
         self._talk_pre.clear()
-        self._speech_run = 0
+        self._speech_run = self._near_run = 0
         # Without the wake word, the wake model catches up on the pre-roll and follows the
         # capture's start (``WAKE_WATCH_S``).
         watch = trigger in (Trigger.FOLLOW_UP, Trigger.ALWAYS, Trigger.ALARM) and self.wake is not None

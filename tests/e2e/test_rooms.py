@@ -144,8 +144,8 @@ def test_talking_over_iris_stops_it_and_the_question_is_answered(virtual_audio, 
         speech_at = started + load_manifest()["time_tokyo"]["speech_start"] / 16000
         sayer.join(PATIENCE_S)
         if canceller == "webrtc" and said.get("interrupted") is False:
-            # AEC3 damps a person as loud as the echo during double talk; a frame interrupts
-            # only above IRIS's residue, and offline 9 of 17 people get there in 192 ms
+            # AEC3 damps a person as loud as the echo during double talk; half a run must be
+            # above IRIS's residue, and offline 10 of 17 people get there in 192 ms
             # (tools.bench.aec_bargein). The story was not cut by its own echo (asserted above).
             pytest.skip(f"AEC3 damped the person below IRIS's echo residue: not heard over IRIS ({said})")
         turn = iris.wait_turn(after=before, timeout=PATIENCE_S)

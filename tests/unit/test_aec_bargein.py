@@ -19,6 +19,14 @@ def test_a_run_fires_when_it_completes_and_then_starts_afresh() -> None:
     assert bargein.fired(speech, 6).tolist() == []
 
 
+def test_a_run_with_a_share_louder_than_the_echo_fires_once_that_share_is() -> None:
+    speech = np.ones(8, bool)
+    near = np.array([0, 1, 0, 0, 1, 0, 1, 1], bool)
+    assert bargein.fired(speech, 4, near, 0.5).tolist() == [7]  # 4 of 8; never 2 of 4 before
+    assert bargein.fired(speech, 4, near, 0.25).tolist() == [3, 7]
+    assert bargein.fired(speech, 4, ~np.ones(8, bool), 0.5).tolist() == []
+
+
 def _scene() -> sc.Scene:
     """Two replies: one with IRIS alone (0-2 s), one the person talks over from 4.0 s."""
     person = np.zeros(8 * sc.RATE)

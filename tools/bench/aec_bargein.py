@@ -33,7 +33,7 @@ import numpy as np
 
 from iris_voice.audio import FRAME_SAMPLES
 from iris_voice.audio.aec import InProcessCanceller
-from iris_voice.voice.echoguard import EchoGuard
+from iris_voice.voice.echoguard import NEAR_SHARE, EchoGuard
 from tools.bench.aec_scene import (
     HUMAN,
     RATE,
@@ -83,7 +83,7 @@ def cancelled(scene: Scene, mic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def louder_than_echo(scene: Scene, out: np.ndarray) -> np.ndarray:
     """Per frame of the cancelled microphone ``out``, whether IRIS's echo guard takes it as
     louder than IRIS's own echo (``EchoGuard.near_end``, asked of every frame as the listener
-    asks it on the in-process canceller while IRIS speaks): the speaker's level of each 20 ms
+    does on the in-process canceller while IRIS speaks): the speaker's level of each 20 ms
     block recorded when it is handed over, 40 ms before it plays, as ``SpeakerSink`` does."""
     block = round(0.02 * scene.play_rate)
     played = scene.played.copy()
@@ -121,22 +121,29 @@ def speech_probabilities(audio: np.ndarray) -> np.ndarray:
     return np.array(asyncio.run(run()))
 
 
-def fired(speech: np.ndarray, run: int) -> np.ndarray:
-    """Frame indexes where a run of ``run`` speech frames completes (then starts afresh)."""
-    out, n = [], 0
+def fired(speech: np.ndarray, run: int, near: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
+    """Frame indexes where a run of at least ``run`` speech frames, ``share`` of them
+    ``near`` (louder than IRIS's echo), completes (then starts afresh)."""
+    out, n, k = [], 0, 0
     for i, s in enumerate(speech):
-        n = n + 1 if s else 0
-        if n >= run:
+        n, k = (n + 1, k + int(near is None or bool(near[i]))) if s else (0, 0)
+        if n >= run and k + 1e-9 >= share * n:
             out.append(i)
-            n = 0
+            n = k = 0
     return np.array(out, dtype=int)
 
 
 def judge(
-    scene: Scene, person: np.ndarray, probs: np.ndarray, threshold: float, allowed: np.ndarray | None = None
+    scene: Scene,
+    person: np.ndarray,
+    probs: np.ndarray,
+    threshold: float,
+    allowed: np.ndarray | None = None,
+    near: tuple[np.ndarray, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Per minimum run: false interruptions, detections and their delay (``allowed``: the
-    frames on which speech may interrupt at all)."""
+    frames on which speech may interrupt at all; ``near``: frames louder than the echo and
+    the share of a run that must be)."""
     speech = probs >= threshold
     if allowed is not None:
         speech &= allowed[: len(speech)]
@@ -151,7 +158,7 @@ def judge(
         echo_only.append((frame_of(start), frame_of(min(cut, end + TAIL_S))))
     rows = []
     for run in RUNS:
-        at = fired(speech, run)
+        at = fired(speech, run, *(near or (None, 1.0)))
         false = sum(bool(np.any((at >= a) & (at < b))) for a, b in echo_only)
         delays = []
         for a, b in over:
@@ -189,8 +196,8 @@ def report(results: list[dict[str, Any]]) -> str:
     lines.append("(false: replies in which the rule fired with only IRIS talking; detection: from the")
     lines.append(" person's first loud frame to the frame that fired; Silero at audio.vad_threshold;")
     lines.append(" cancelled: once the canceller counts itself converged; louder than echo: and only")
-    lines.append(" frames the echo guard takes as louder than IRIS's echo, as IRIS does; from the start:")
-    lines.append(" from its first frame)")
+    lines.append(" frames the echo guard takes as louder than IRIS's echo; 50% louder: a run of which half")
+    lines.append(" the frames (NEAR_SHARE) are, as IRIS does; from the start: from its first frame)")
     return "\n".join(lines)
 
 
@@ -220,10 +227,11 @@ def main(argv: list[str] | None = None) -> int:
             "cancelled, louder than echo": (probs, converged & near[: len(converged)]),
             "cancelled, from the start": (probs, None),
         }
+        windows = {f"cancelled, {NEAR_SHARE:.0%} louder": (probs, converged, (near, NEAR_SHARE))}
         if args.raw:
             mics["raw"] = (speech_probabilities(sig.mic), None)
-        for mic, (p, allowed) in mics.items():
-            rows = judge(scene, sig.person, p, threshold, allowed)
+        for mic, (p, allowed, *share) in [*mics.items(), *windows.items()]:
+            rows = judge(scene, sig.person, p, threshold, allowed, *share)
             results.append({"room": name, "mic": mic, "rows": rows})
             print(f"  {name} / {mic} done", file=sys.stderr, flush=True)
     print(report(results))
