@@ -6,9 +6,9 @@ spoken times), each chat one conversation, and the must-refuse sets of ``bench-h
 (out-of-scope requests and things IRIS cannot do), through one IRIS at its defaults. Prints
 every reply, then per half and side:
 
-- must-serve: right (every check of the turn passes), refused, empty, cut (ends
-  mid-sentence), call syntax, a side effect nobody asked for, a wrong timer state after
-  a timer turn;
+- must-serve: right (every check of the turn passes), refused (its first sentence says
+  it cannot), empty, cut (ends mid-sentence), call syntax, a side effect nobody asked for,
+  a wrong timer state after a timer turn;
 - must-refuse: the faults ``tools.bench.honest.judge`` counts (side effects, syntax,
   claimed actions, not refused, mid-sentence, timer questions, echoes);
 - per rule of the reply policy: the turns it decided something on, on each side.
@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import tempfile
 from collections import Counter
 from contextlib import ExitStack
@@ -71,6 +72,15 @@ def state_right(expected: tuple[tuple[str, int], ...], rows: list, now: float) -
     return all(not w or abs(f - w) <= max(0.2 * w, 5) for (_, f), (_, w) in zip(found, wanted, strict=True))
 
 
+def refuses(reply: str) -> bool:
+    """Whether ``reply`` opens by saying IRIS cannot: a refusal says so first; a long answer
+    that ends "if you're still unable to, call a plumber" is an answer."""
+    return bool(CANT.search(_FIRST_SENTENCE.split(reply.strip(), maxsplit=1)[0]))
+
+
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
 def judge_serve(say: Say, trace: dict, wrote: bool, state: bool | None, names: list[str]) -> dict[str, bool]:
     """The faults of one must-serve reply (True: the fault is there)."""
     reply = trace["reply"].strip()
@@ -78,7 +88,7 @@ def judge_serve(say: Say, trace: dict, wrote: bool, state: bool | None, names: l
     called = {c["name"] for c in calls}
     args = json.dumps([c["arguments"] for c in calls]).lower()
     faults = {
-        "refused": bool(CANT.search(reply)) and not any(_any(w, "can't cannot sorry") for w in say.says),
+        "refused": refuses(reply) and not any(_any(w, "can't cannot sorry") for w in say.says),
         "empty": not reply or reply == FALLBACK_REPLY,
         "cut": bool(reply) and not reply.endswith((".", "!", "?", '"', "”", "'")),
         "syntax": unspeakable(reply, names),
