@@ -17,6 +17,11 @@ STOP_WORDS = {
 }  # fmt: skip
 
 
+MISHEARD_LEAD_LETTERS = 2
+"""A word this short before the wake name stands for the lead ("a", "eh" for "hey"), as does
+one spelt like it ("hay"); another is the user's own ("Ask Jarvis what he thinks")."""
+
+
 def wake_phrase_pattern(wake_name: str) -> re.Pattern[str]:
     """A regex for the wake phrase at the start of a transcript ("Hey Jarvis, …" → "…")."""
     words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
@@ -37,17 +42,28 @@ def wake_phrase_text(wake_name: str) -> str:
 
 def strip_wake_phrase(wake_name: str, text: str) -> str:
     """``text`` without the wake phrase at its start, also as Whisper misspells it after
-    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis): a turn opened by the
+    the lead word ("Hey, Jardis." or "Hey Jervis" for hey_jarvis) and with the lead word
+    misheard ("A Jarvis," as a hub heard a stock satellite's wake): a turn opened by the
     wake word starts with it, however the transcript spells it."""
     text = text.strip()
     stripped = wake_phrase_pattern(wake_name).sub("", text, count=1)
     words = [w for w in re.split(r"[_\W]+", wake_name.lower()) if w]
     if stripped != text or len(words) < 2:
         return stripped.strip()
-    m = re.match(rf"^\W*{re.escape(words[0])}\W+(\w+)\b\W*", text, re.IGNORECASE)
-    if m and difflib.SequenceMatcher(None, m.group(1).lower(), words[-1]).ratio() >= 0.6:
+    m = re.match(r"^\W*(\w+)\W+(\w+)\b\W*", text)
+    if m is None:
+        return text
+    # The lead word misheard too ("A Jarvis," "Hay Jarvis"): a short word before the name.
+    first, name = m.group(1).lower(), m.group(2).lower()
+    lead = len(first) <= MISHEARD_LEAD_LETTERS or _like(first, words[0])
+    if lead and _like(name, words[-1]):
         return text[m.end() :].strip()
     return text
+
+
+def _like(heard: str, word: str) -> bool:
+    """Whether ``heard`` is ``word`` as Whisper may spell it ("Jervis", "Hay")."""
+    return difflib.SequenceMatcher(None, heard, word).ratio() >= 0.6
 
 
 def is_wake_phrase_alone(wake_name: str, text: str) -> bool:

@@ -403,6 +403,9 @@ async def test_announcements_wait_for_the_turn():
         ("What does Jarvis mean?", "What does Jarvis mean?"),
         ("Hey, Jardis. What day is it?", "What day is it?"),  # as Whisper heard it
         ("Hey Jervis what time is it", "what time is it"),
+        ("A Jarvis, what is 7 times 8?", "what is 7 times 8?"),  # a hub heard a satellite so
+        ("Hay Jarvis what day is it", "what day is it"),
+        ("Ask Jarvis what he thinks.", "Ask Jarvis what he thinks."),
         ("Hey there, what time is it?", "Hey there, what time is it?"),
         ("Hey, what is the time?", "Hey, what is the time?"),
     ],
