@@ -28,7 +28,8 @@ def test_the_tools_declare_every_intent_of_the_templates() -> None:
     follow_ups = {
         f"Iris{v}It" for v in ("Cancel", "Pause", "Resume", "TimeLeft", "Adjust", "Trim", "SetLength")
     }
-    assert declared == HA_INTENTS | {"IrisGetTimeIn", "IrisCalculate", "IrisSetReminder"} | follow_ups
+    own = {"IrisGetTimeIn", "IrisGetDateTomorrow", "IrisCalculate", "IrisSetReminder"}
+    assert declared == HA_INTENTS | own | follow_ups
     assert set(iris_templates("en")["intents"]) <= declared  # no template without a tool
 
 
@@ -68,6 +69,12 @@ CASES = [
     ("what's the date", (D, "get_current_time", {})),
     ("what is today's date", (D, "get_current_time", {})),
     ("What day is it today?", (D, "get_current_time", {})),
+    ("Which day of the week is it?", (D, "get_current_time", {})),
+    ("What year is it?", (D, "get_current_time", {})),
+    ("what month is it now", (D, "get_current_time", {})),
+    ("What day is it tomorrow?", ("IrisGetDateTomorrow", "get_current_time", {})),
+    ("what's tomorrow's date", ("IrisGetDateTomorrow", "get_current_time", {})),
+    ("What day of the week is tomorrow?", ("IrisGetDateTomorrow", "get_current_time", {})),
     # start a timer: Home Assistant's templates and IRIS's
     ("set a timer for 8 minutes", ("HassStartTimer", "set_timer", {"duration": "480 seconds"})),
     ("set a timer for eight minutes", ("HassStartTimer", "set_timer", {"duration": "480 seconds"})),
@@ -220,6 +227,9 @@ NEAR_MISSES = [
     "what is four times the speed of sound",
     "how much time do I need to boil an egg",
     "what's the date of the next full moon",
+    "what month is Thanksgiving in",  # a date to know, not today's
+    "what is the day after tomorrow",
+    "what day is it tomorrow in Tokyo",  # tomorrow's date is here only
     "set a timer for a while",
     "add milk to the shopping list",
     "add 2 minutes to the pasta",  # not said to be a timer
@@ -244,7 +254,7 @@ def test_every_intent_has_at_least_three_phrasings() -> None:
     counts: dict[str, int] = {}
     for _, (intent, _tool, _args) in CASES:
         counts[intent] = counts.get(intent, 0) + 1
-    expected = set(HA_INTENTS) | {"IrisGetTimeIn", "IrisCalculate", "IrisSetReminder"}
+    expected = set(HA_INTENTS) | {"IrisGetTimeIn", "IrisGetDateTomorrow", "IrisCalculate", "IrisSetReminder"}
     assert set(counts) == expected
     assert min(counts.values()) >= 3, counts
 
@@ -308,3 +318,17 @@ def test_spoken_durations(said: str, value: float | None) -> None:
 def test_long_transcripts_are_not_matched(matcher: IntentMatcher) -> None:
     assert matcher.match("what time is it " + "really " * 40) is None
     assert matcher.match("") is None
+
+
+@pytest.mark.parametrize(
+    ("today", "tomorrow"),
+    [
+        ("Thursday, December 3, 2026", "Tomorrow is Friday, December 4, 2026."),
+        ("Thursday, December 31, 2026", "Tomorrow is Friday, January 1, 2027."),
+        ("Sunday, February 28, 2027", "Tomorrow is Monday, March 1, 2027."),
+    ],
+)
+def test_tomorrow_is_said_from_the_clocks_date(matcher: IntentMatcher, today: str, tomorrow: str) -> None:
+    action = matcher.match("What day is it tomorrow?").action
+    assert action.reply_for(f"It is 9:05 PM on {today} in Berlin (Europe/Berlin, UTC+01:00).") == tomorrow
+    assert action.key != matcher.match("What day is it today?").action.key

@@ -15,7 +15,7 @@ import string
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Annotated
@@ -294,6 +294,15 @@ def _date(result: str) -> str | None:
     return f"Today is {m[1]}." if m else None
 
 
+def _tomorrow(result: str) -> str | None:
+    """ "Tomorrow is Friday, December 4, 2026." from the clock's answer for today."""
+    m = _DATE.search(result)
+    if not m:
+        return None
+    day = datetime.strptime(m[1], "%A, %B %d, %Y") + timedelta(days=1)
+    return f"Tomorrow is {day:%A}, {day:%B} {day.day}, {day.year}."
+
+
 def _time_in(intent: str, slots: Slots) -> Action | None:
     """IrisGetTimeIn: "what time is it in Tokyo" — only for a place the clock knows."""
     place = words(slots.get("place"))
@@ -307,6 +316,7 @@ def _time_in(intent: str, slots: Slots) -> Action | None:
 INTENTS = {
     "HassGetCurrentTime": lambda i, s: Action(i, "get_current_time"),
     "HassGetCurrentDate": lambda i, s: Action(i, "get_current_time", reply="date", phrase=_date),
+    "IrisGetDateTomorrow": lambda i, s: Action(i, "get_current_time", reply="tomorrow", phrase=_tomorrow),
     "IrisGetTimeIn": _time_in,
 }
 """The fast-path intents the clock answers (templates: Home Assistant's and sentences/en.yaml)."""
