@@ -34,9 +34,11 @@ from iris_voice.audio.chime import chime
 from iris_voice.audio.protocols import AudioSink, AudioSource
 from iris_voice.config import Config
 from iris_voice.conversation.origins import DESKTOP, OriginResponder
+from iris_voice.errors import SpeechError
 from iris_voice.timers.origin import local_only
 from iris_voice.voice.alarms import AlarmAnnouncer
 from iris_voice.voice.echoguard import EchoGuard
+from iris_voice.voice.latecue import LateCue
 from iris_voice.voice.pipeline import VoicePipeline
 from iris_voice.voice.speaker import ReplySpeaker
 from iris_voice.wyoming.dialer import SatelliteDialer, dialers
@@ -70,7 +72,8 @@ class Daemon(runner.Runs):
         eng, cfg = self.engines, self.cfg
         listener = build_listener(cfg, eng, self.bus.publish)
         self.guard = listener.guard = EchoGuard(cfg.wake.model)
-        self.speaker = ReplySpeaker(eng.tts, self.sink, on_sentence=self.guard.saying)
+        cue = LateCue(cfg.tts.late_cue, cfg.tts.late_cue_s) if cfg.tts.late_cue_s > 0 else None
+        self.speaker = ReplySpeaker(eng.tts, self.sink, on_sentence=self.guard.saying, cue=cue)
         # PipeWire's canceller sits between IRIS's own streams and the devices: only for
         # the real microphone and speaker (a test's fake source has no echo to cancel).
         self.echo = echo_canceller(cfg.audio, self.source, self.sink)
@@ -120,6 +123,11 @@ class Daemon(runner.Runs):
         await self._start_echo_cancel()
         await self.sink.open()  # the first reply must not wait for the device to open
         self._took = await warm_up(self.engines)
+        if self.speaker.cue is not None:  # said when the machine is busy: not synthesized then
+            try:
+                await self.speaker.cue.prepare(self.engines.tts)
+            except SpeechError as exc:  # a remote voice not up yet: the first late reply tries again
+                log.warning("late cue not synthesized: %s", exc)
         return f"listening ({self.cfg.audio.activation})"
 
     async def tasks(self, tg: asyncio.TaskGroup) -> list[asyncio.Task[Any]]:

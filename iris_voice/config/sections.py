@@ -202,6 +202,11 @@ class TtsConfig(_Section):
     first_clause_words: Annotated[int, Field(ge=0, le=20)] = 4
     """A reply's first clause (",", ";", ":" or a dash after this many words) is spoken
     before the sentence is complete; 0 waits for whole sentences."""
+    late_cue_s: Annotated[float, Field(ge=0, le=30)] = 2.0
+    """Seconds after the end of a spoken question with no reply begun before IRIS says
+    ``late_cue``, so the person knows it is working; 0 never says it."""
+    late_cue: Annotated[str, Field(min_length=1, max_length=80)] = "One moment."
+    """What IRIS says when a reply is late."""
 
     @field_validator("uri")
     @classmethod

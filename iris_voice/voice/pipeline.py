@@ -50,6 +50,7 @@ from iris_voice.voice.heard import (
     UtteranceReady,
 )
 from iris_voice.voice.held import HeldTurn
+from iris_voice.voice.latecue import cue_deadline
 from iris_voice.voice.listener import Listener
 from iris_voice.voice.phrases import is_stop_command, is_wake_phrase_alone, strip_wake_phrase
 from iris_voice.voice.servergone import UNREACHABLE, not_transcribed, say_stt_unreachable, voice_gone
@@ -358,7 +359,8 @@ class VoicePipeline:
                     sentences = (
                         held.sentences() if held is not None else self.responder.sentences(text, trace)
                     )
-                    await self.speaker.speak(sentences, reply, first_audio)
+                    late = cue_deadline(self.speaker.cue, utt)
+                    await self.speaker.speak(sentences, reply, first_audio, late)
                 except LlmError as exc:
                     log.warning("language model failed: %s [%s]", exc.message, exc.code)
                     self.bus.publish(LlmUnavailable(exc.code, exc.message))
@@ -374,6 +376,9 @@ class VoicePipeline:
             self.bus.publish(PlaybackStopped(True, reply.spoken))
             raise
         finally:
+            if reply.cue_at is not None:  # from the end of speech, as first_audio_ms
+                cue_s = utt.hangover_s + reply.cue_at - utt.decided_at
+                timings["late_cue_ms"] = round(cue_s * 1000, 1)
             self._record(utt, text, trace, reply, timings)
         self.bus.publish(PlaybackStopped(False, reply.spoken))
         self.listener.follow_up()

@@ -4,7 +4,8 @@ The chat loop's sentences are read by one task and synthesized by another, so th
 model keeps writing sentence two while sentence one is being synthesized and played.
 Each sentence's end is recorded as a position in the sink's playback clock; after a
 barge-in, the sentences whose audio fully played are what the user heard, and only
-those go into the conversation history.
+those go into the conversation history. A reply still unwritten at its deadline is
+preceded by the late cue (``latecue``), which is none of the reply's sentences.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from iris_voice.audio.protocols import AudioSink
 from iris_voice.speech.tts import Synthesizer
+from iris_voice.voice.latecue import LateCue
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ class SpokenReply:
     """Synthesis time of the first audio chunk."""
     audio_s: float = 0.0
     """Seconds of audio produced."""
+    cue_at: float | None = None
+    """``time.monotonic()`` when the late cue went to the sink, if the reply was late."""
 
     @property
     def spoken(self) -> str:
@@ -63,8 +67,11 @@ class ReplySpeaker:
         clock: Callable[[], float] = time.monotonic,
         max_pending: int = 8,
         on_sentence: Callable[[str], None] | None = None,
+        cue: LateCue | None = None,
     ) -> None:
         self.tts = tts
+        self.cue = cue
+        """Said when a reply is late (``speak``'s ``cue_at``); None never."""
         self.on_sentence = on_sentence
         """Told each sentence as it goes to the synthesizer (the echo guard listens)."""
         self.sink = sink
@@ -81,12 +88,15 @@ class ReplySpeaker:
         sentences: AsyncIterator[str],
         reply: SpokenReply | None = None,
         on_first_audio: Callable[[SpokenReply], None] | None = None,
+        cue_at: float | None = None,
     ) -> SpokenReply:
         """Speak every sentence and wait until the audio has played.
 
         Pass ``reply`` to read what was heard even if this is cancelled (barge-in):
         it is filled in as the speech goes. An exception from ``sentences`` (the model
-        server failing) is raised after what was already said has been played.
+        server failing) is raised after what was already said has been played. With
+        ``cue_at`` (on this speaker's clock) and a ``cue``, a first sentence not ready by
+        then is preceded by the cue.
         """
         reply = reply if reply is not None else SpokenReply()
         queue: asyncio.Queue[object] = asyncio.Queue(self._max_pending)
@@ -105,7 +115,12 @@ class ReplySpeaker:
 
         reader = asyncio.create_task(read(), name="reply-reader")
         try:
-            while (item := await queue.get()) is not _END:
+            if cue_at is None:
+                item, cue_s = await queue.get(), 0.0
+            else:
+                item, cue_s = await self._first(queue, cue_at, reply)
+            base += cue_s  # the cue plays first and is none of the reply's sentences
+            while item is not _END:
                 sentence = str(item)
                 reply.sentences.append(sentence)
                 if self.on_sentence is not None:
@@ -122,6 +137,7 @@ class ReplySpeaker:
                             on_first_audio(reply)
                 ends.append(reply.audio_s)
                 self._update_heard(reply, ends, base)
+                item = await queue.get()
             await self.sink.drain()
             self._update_heard(reply, ends, base)
             if self.sink.played_seconds() - base + CUT_TOLERANCE_S < reply.audio_s:
@@ -142,6 +158,25 @@ class ReplySpeaker:
         if failure:
             raise failure[0]
         return reply
+
+    async def _first(
+        self, queue: asyncio.Queue[object], cue_at: float, reply: SpokenReply
+    ) -> tuple[object, float]:
+        """The first item of ``queue``, and the seconds of cue played before it: the cue
+        plays when there is one and the item is not there by ``cue_at``."""
+        if self.cue is None:
+            return await queue.get(), 0.0
+        try:
+            return await asyncio.wait_for(queue.get(), max(0.0, cue_at - self._clock())), 0.0
+        except TimeoutError:
+            pass
+        samples = await self.cue.prepare(self.tts)
+        if self.on_sentence is not None:
+            self.on_sentence(self.cue.text)  # the echo guard hears IRIS say it
+        reply.cue_at = self._clock()
+        log.info("reply late: saying %r", self.cue.text)
+        await self.sink.play(samples, self.tts.sample_rate)
+        return await queue.get(), len(samples) / self.tts.sample_rate
 
     def _update_heard(self, reply: SpokenReply, ends: list[float], base: float) -> None:
         played = self.sink.played_seconds() - base + 1e-6

@@ -101,11 +101,14 @@ def test_report_ratios_and_losses(capsys):
 def test_before_turns_off_only_the_levers_this_checkout_has(monkeypatch):
     monkeypatch.setattr(ear, "LEVERS", {"recheck": ("audio", "end_of_turn_recheck_ms", 0),
                                         "nothing": ("stt", "no_such_key", 1)})  # fmt: skip
-    assert ear.config_for("after") == {}
-    assert ear.config_for("before") == {"audio": {"end_of_turn_recheck_ms": 0}}
-    assert ear.config_for("recheck") == {}  # that lever alone: on, as by default
+    quiet = {"tts": {"late_cue_s": 0}}  # the late cue would be taken for the answer's onset
+    assert ear.config_for("after") == quiet
+    assert ear.config_for("cue") == {"tts": {"late_cue_s": 2.0}}  # the defaults, the cue with them
+    assert ear.config_for("before") == {**quiet, "audio": {"end_of_turn_recheck_ms": 0}}
+    assert ear.config_for("recheck") == quiet  # that lever alone: on, as by default
     monkeypatch.setattr(ear, "CANDIDATES", {"pause96": ("stt", "incremental_pause_ms", 96)})
-    assert ear.config_for("pause96") == {"stt": {"incremental_pause_ms": 96}}  # on top of the defaults
+    # on top of the defaults
+    assert ear.config_for("pause96") == {**quiet, "stt": {"incremental_pause_ms": 96}}
 
 
 @pytest.mark.parametrize(

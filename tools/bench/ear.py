@@ -70,13 +70,18 @@ def present(section: str, key: str) -> bool:
 
 
 def config_for(name: str) -> dict[str, dict[str, Any]]:
-    """The config sections of configuration ``name`` (``after``, ``before``, a lever or a candidate)."""
+    """The config sections of configuration ``name`` (``after``, ``before``, a lever or a
+    candidate). The late cue ("One moment.") is off in every one but ``cue``: the room's
+    latency is the answer's onset, and a cue would be taken for it."""
     sections: dict[str, dict[str, Any]] = {}
-    if name == "after":
+    if present("tts", "late_cue_s"):  # (the test bed's daemon has it off unless told)
+        sections["tts"] = {"late_cue_s": Config().tts.late_cue_s if name == "cue" else 0}
+    if name in ("after", "cue"):
         return sections
     if name in CANDIDATES:
         section, key, value = CANDIDATES[name]
-        return {section: {key: value}}
+        sections.setdefault(section, {})[key] = value
+        return sections
     for lever, (section, key, old) in LEVERS.items():
         if present(section, key) and lever != name:
             sections.setdefault(section, {})[key] = old
@@ -291,7 +296,7 @@ def main() -> int:
     """Command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     names = ", ".join([*LEVERS, *CANDIDATES])
-    p.add_argument("--configs", default="before,after", help=f"of after, before, {names}")
+    p.add_argument("--configs", default="before,after", help=f"of after, before, cue, {names}")
     p.add_argument("--turns", type=int, default=len(CONVERSATION), help="the conversation's first N turns")
     p.add_argument("--gap-s", default="10,15", help="A,B: seconds from one question's start to the next's")
     p.add_argument("--seed", type=int, default=21, help="seed of the gaps")
@@ -301,7 +306,7 @@ def main() -> int:
     p.add_argument("--workdir", help="keep configs, logs and room recordings here (default: temporary)")
     args = p.parse_args()
     configs = args.configs.split(",")
-    if unknown := set(configs) - {"after", "before", *LEVERS, *CANDIDATES}:
+    if unknown := set(configs) - {"after", "before", "cue", *LEVERS, *CANDIDATES}:
         p.error(f"unknown configuration: {sorted(unknown)}")
     lo, hi = (float(x) for x in args.gap_s.split(","))
     rng = random.Random(args.seed)

@@ -75,7 +75,11 @@ class LiveDaemon:
         self.ollama_url = ollama_url
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        sections: dict[str, dict[str, Any]] = {"llm": {"keep_alive": "-1"}, "audio": {"notifications": False}}
+        # No late cue unless a test asks for it: tests that hear the speaker time and
+        # transcribe the reply, and on a loaded machine "One moment." would come first.
+        sections: dict[str, dict[str, Any]] = {
+            "llm": {"keep_alive": "-1"}, "audio": {"notifications": False}, "tts": {"late_cue_s": 0},
+        }  # fmt: skip
         for name, keys in (config or {}).items():
             sections.setdefault(name, {}).update(keys)
         self.config_path = write_config(self.workdir / "config.toml", sections)
