@@ -149,6 +149,46 @@ async def test_a_name_said_and_left_out_of_the_call_is_filled_in(request_, said)
     assert result.ok and result.result == said, result.result
 
 
+@pytest.mark.parametrize(
+    ("request_", "name", "args"),
+    [
+        ("Pause it, the phone is ringing.", "cancel_timer", {"which": "it"}),
+        ("Could you freeze the pasta timer for a bit?", "cancel_timer", {"which": "pasta"}),
+        ("Start the pasta timer again.", "cancel_timer", {"which": "pasta"}),
+        ("Cancel the pasta timer.", "pause_timer", {"which": "pasta"}),
+        ("Carry on with the pasta timer.", "pause_timer", {"which": "pasta"}),
+        ("Hold the pasta timer.", "resume_timer", {"which": "pasta"}),
+    ],
+)
+async def test_a_call_making_another_action_than_the_one_said_is_not_run(request_, name, args):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    before = (await registry.call("list_timers", {})).result
+    result = await registry.call(name, args, request=request_)
+    # the model reads why (no refusal spoken) and may make the call that was asked for
+    assert not result.ok and not result.refusal and result.result == f"Error: not run: {OTHER_CHANGE}"
+    assert (await registry.call("list_timers", {})).result == before
+
+
+@pytest.mark.parametrize(
+    ("request_", "name"),
+    [
+        ("Pause the pasta timer.", "pause_timer"),
+        ("Hold it, pause the pasta timer.", "pause_timer"),
+        ("Resume the pasta timer.", "resume_timer"),
+        ("Stop the pasta timer.", "cancel_timer"),
+        ("Never mind the pasta timer, I won't start it again.", "cancel_timer"),  # its own word said too
+    ],
+)
+async def test_the_action_said_runs(request_, name):
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    if name == "resume_timer":
+        assert (await registry.call("pause_timer", {"which": "pasta"})).ok
+    result = await registry.call(name, {"which": "pasta"}, request=request_)
+    assert result.ok and not result.refusal, result.result
+
+
 async def test_without_a_request_the_check_does_not_apply():
     # The fast path's calls come from sentence templates: grounded by construction.
     assert (await builtin_registry().call("set_timer", {"duration": "1 minute", "label": "lamp"})).ok

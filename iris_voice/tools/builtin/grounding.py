@@ -9,7 +9,8 @@ room timer. Before such a call runs, IRIS (not the model) checks it against the 
 - a reminder's time must be one the user said: some run of their words resolves to the
   same moment;
 - a timer to cancel, pause, resume or change must be named in the request, or the request
-  must speak of timers (``all`` only when it says all, every or both);
+  must speak of timers (``all`` only when it says all, every or both); a cancel, pause or
+  resume must be the action the request names, when it names one (``other_action``);
 - a new timer's name keeps only the words the user said: "Start a timer for one hour." is
   no "breakfast" timer, "Put a 45 second timer on." no "pasta" one (``said_label``, a
   repair: the timer still runs, without the made-up name); a change's sign is the one the
@@ -266,6 +267,23 @@ _CANCELS = re.compile(
 )
 
 
+# Words that hold a timer, and words that set a held one going again.
+_PAUSES = re.compile(r"\b(?:pause\w*|freeze|hold (?:it|that|this|them|the|my|on to))\b", re.IGNORECASE)
+_RESUMES = re.compile(
+    r"\b(?:resume\w*|unpause\w*|continue|carry on|keep (?:it )?going|start (?:\w+ ){0,3}again|restart)\b",
+    re.IGNORECASE,
+)
+_ACTIONS = {"cancel_timer": _CANCELS, "pause_timer": _PAUSES, "resume_timer": _RESUMES}
+"""The words of each action on a running timer: the action a call makes must be one the
+request names, when it names any ("Pause it, the phone is ringing." asks for no cancel)."""
+
+
+def other_action(tool: str, request: str) -> bool:
+    """Whether ``request`` names an action on a timer other than ``tool``'s, and not its own."""
+    own = _ACTIONS[tool]
+    return not own.search(request) and any(w.search(request) for t, w in _ACTIONS.items() if t != tool)
+
+
 def timer_checks(
     labels: Callable[[], Awaitable[list[str]]], tz: tzinfo, now: Callable[[], float]
 ) -> dict[str, GroundingCheck]:
@@ -299,13 +317,24 @@ def timer_checks(
     async def cancel_timer(request: str, args: dict[str, Any]) -> str | None:
         if sets_up(request) and not _CANCELS.search(request):
             return OTHER_CHANGE  # "Set a pasta timer and a tea timer." cancelled the pasta timer
+        return await _acted(request, args, "cancel_timer")
+
+    async def _acted(request: str, args: dict[str, Any], tool: str) -> str | None:
+        if other_action(tool, request):
+            return OTHER_CHANGE  # the model reads why and makes the call that was asked for
         return await _which(request, args)
+
+    async def pause_timer(request: str, args: dict[str, Any]) -> str | None:
+        return await _acted(request, args, "pause_timer")
+
+    async def resume_timer(request: str, args: dict[str, Any]) -> str | None:
+        return await _acted(request, args, "resume_timer")
 
     return {
         "set_timer": set_timer,
         "adjust_timer": adjust_timer,
         "cancel_timer": cancel_timer,
-        "pause_timer": _which,
-        "resume_timer": _which,
+        "pause_timer": pause_timer,
+        "resume_timer": resume_timer,
         "set_reminder": set_reminder,
     }
