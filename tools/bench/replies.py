@@ -39,6 +39,7 @@ from pathlib import Path
 from iris_voice.conversation.repairs import unspeakable
 from iris_voice.conversation.responder import ask
 from iris_voice.conversation.turn import FALLBACK_REPLY
+from iris_voice.tools.spoken import digits
 from tools.bench.honest import HALVES as REFUSE
 from tools.bench.honest import config, judge
 from tools.bench.retrieval import CANT, WRITERS, prepare, timers_state
@@ -60,6 +61,12 @@ except ImportError:  # pragma: no cover - only with an older iris_voice
 
 def _any(item: str, text: str) -> bool:
     return any(alt.strip().lower() in text.lower() for alt in item.split("|"))
+
+
+def _any_said(item: str, text: str) -> bool:
+    """``_any`` with spoken numbers as digits on both sides: a call's ``"at half past 6"``
+    holds the "half past six" asked for."""
+    return _any(item, text) or _any(digits(item), digits(text))
 
 
 def state_right(expected: tuple[tuple[str, int], ...], rows: list, now: float) -> bool:
@@ -94,7 +101,7 @@ def judge_serve(say: Say, trace: dict, wrote: bool, state: bool | None, names: l
         "syntax": unspeakable(reply, names),
         "side_effect": wrote and not say.tools,
         "tools": not all(t in called for t in say.tools),
-        "args": not all(_any(a, args) for a in say.args),
+        "args": not all(_any_said(a, args) for a in say.args),
         "says": not all(_any(w, reply) for w in say.says),
         "state": state is False,
     }
@@ -205,7 +212,7 @@ def _print(side: str, half: str, faults: dict, text: str, trace: dict) -> None:
     print(f"  [{side}/{half}] {marks:18} {text!r} -> {trace['reply']!r} {calls} {rules}", flush=True)
 
 
-SERVE_KEYS = ["wrong", "refused", "empty", "cut", "syntax", "side_effect", "tools", "says", "state"]
+SERVE_KEYS = ["wrong", "refused", "empty", "cut", "syntax", "side_effect", "tools", "args", "says", "state"]
 REFUSE_KEYS = [
     "wrong",
     "side_effect",
