@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
 
     cc = sub.add_parser("check-config", help="validate a config file; prints ok or one line per problem")
     cc.add_argument("path", nargs="?", help="file to check (default: the one IRIS would load)")
+    cc.add_argument(
+        "--serve", action="store_true",
+        help="check as `iris serve` starts: its address is tried whatever serve.enabled says",
+    )  # fmt: skip
 
     tools = sub.add_parser("tools", help="list, render or call the assistant's tools")
     tsub = tools.add_subparsers(dest="tools_command", metavar="ACTION", required=True)
@@ -139,12 +143,14 @@ def _load(args: argparse.Namespace) -> config_mod.Config:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Validate a config file: its schema, then every check start-up runs (nothing is started)."""
+    """Validate a config file: its schema, then every check start-up runs (nothing is started).
+    The address ``serve.uri`` is tried when the config serves under ``iris run``
+    (``serve.enabled``), or with ``--serve``: ``iris serve`` listens there whatever it says."""
     from iris_voice.app import checks
 
     try:
         cfg, path = config_mod.load(args.path or args.config)
-        checks.check(cfg, source=str(path or "defaults"), serving=cfg.serve.enabled)
+        checks.check(cfg, source=str(path or "defaults"), serving=cfg.serve.enabled or args.serve)
     except ConfigError as exc:
         for line in exc.problems:
             print(line)

@@ -90,6 +90,19 @@ def test_check_config_tries_the_port_only_when_the_config_serves(tmp_path, capsy
     assert err.value.problems == [f"serve.uri: cannot listen at {uri}: {checks.IN_USE}"]
 
 
+def test_check_config_for_iris_serve_tries_the_port_whatever_serve_enabled_says(tmp_path, capsys, listening):
+    """``iris serve`` listens on ``serve.uri`` with or without ``serve.enabled``: checked
+    for it (``--serve``), a port in use is found before the service starts and exits 78."""
+    uri = f"tcp://127.0.0.1:{listening.getsockname()[1]}"
+    path = tmp_path / "config.toml"
+    path.write_text(QUIET + serving(uri, enabled=False))
+    assert main(["check-config", "--serve", str(path)]) == EXIT_CONFIG
+    assert capsys.readouterr().out.splitlines() == [f"serve.uri: cannot listen at {uri}: {checks.IN_USE}"]
+    listening.close()
+    assert main(["check-config", "--serve", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["ok"]
+
+
 def test_an_address_of_another_machine_is_named(tmp_path, capsys):
     uri = f"tcp://192.0.2.1:{free_port()}"  # TEST-NET-1: no machine has it
     toml = serving(uri) + 'allow = ["192.0.2.0/24"]\n'
