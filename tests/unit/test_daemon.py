@@ -57,10 +57,12 @@ async def test_model_server_down_at_start_is_said_once_and_ready_comes_anyway(tm
     status = await asyncio.to_thread(request, "status", 10.0, sock)
     assert status["llm"]["reachable"] is False and "cannot reach" in status["llm"]["error"]
     for _ in range(100):
-        if tts.spoken:
+        if NOT_REACHABLE_AT_START in tts.spoken:
             break
         await asyncio.sleep(0.05)
-    assert tts.spoken == [NOT_REACHABLE_AT_START]
+    # the late cue is synthesized once at start-up (not played), then the one sentence said
+    assert tts.spoken == [Config().tts.late_cue, NOT_REACHABLE_AT_START]
+    assert daemon.speaker.cue is not None and daemon.speaker.cue.ready
     daemon.request_stop()
     assert await asyncio.wait_for(task, 5) == 0
     assert not sock.exists()
