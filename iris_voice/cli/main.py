@@ -31,6 +31,7 @@ from iris_voice.errors import (
     exit_code,
     is_llm_code,
 )
+from iris_voice.logsafe import configure as configure_logging
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -320,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(level)  # one line per record: what a client sent forges none
     if level > logging.DEBUG:  # httpx logs every request at INFO: a line per turn and per ``iris status``
         logging.getLogger("httpx").setLevel(logging.WARNING)
     if not args.command:

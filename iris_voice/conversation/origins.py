@@ -42,12 +42,19 @@ def satellite_origin(name: str) -> str:
 
 def wyoming_origin(context: object, peer: str) -> str:
     """The origin of a Wyoming ``transcript``: the client's conversation id when it sends one
-    (a string of at most 128 characters), else its connection."""
+    (at most 128 printable characters, no spaces), scoped to the client's host — a client
+    elsewhere cannot name it — else its connection (``peer``, ``HOST:PORT``)."""
     if isinstance(context, dict):
         cid = context.get("conversation_id")
-        if isinstance(cid, str) and 0 < len(cid.strip()) <= 128:
-            return f"wyoming:{cid.strip()}"
+        if isinstance(cid, str) and 0 < len(cid := cid.strip()) <= 128 and _plain(cid):
+            host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+            return f"wyoming:{host}/{cid}"
     return f"wyoming:{peer}"
+
+
+def _plain(text: str) -> bool:
+    """Printable and without whitespace: an id, not a line of its own in a log or status."""
+    return text.isprintable() and not any(c.isspace() for c in text)
 
 
 class Conversations:

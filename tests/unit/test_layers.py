@@ -21,6 +21,7 @@ RANK = {
     "": 0,  # iris_voice/__init__.py: the version
     "errors": 0,
     "safejson": 0,
+    "logsafe": 0,  # log lines a client's words cannot forge
     "heavy": 0,  # one lock for the heavy third-party imports
     "events": 0,
     "config": 1,

@@ -52,13 +52,19 @@ async def _ask(conversations: Conversations, origin: str, text: str) -> str:
 
 
 def test_origins_of_wyoming_clients():
-    assert wyoming_origin({"conversation_id": "01HQ"}, "10.0.0.5:4242") == "wyoming:01HQ"
+    # one chat of a client across its connections; the same id from elsewhere is another's
+    assert wyoming_origin({"conversation_id": "01HQ"}, "10.0.0.5:4242") == "wyoming:10.0.0.5/01HQ"
+    assert wyoming_origin({"conversation_id": "01HQ"}, "10.0.0.5:5151") == "wyoming:10.0.0.5/01HQ"
+    assert wyoming_origin({"conversation_id": "01HQ"}, "10.0.0.9:4242") == "wyoming:10.0.0.9/01HQ"
+    assert wyoming_origin({"conversation_id": "01HQ"}, "::1:4242") == "wyoming:::1/01HQ"
     for context in (
         None,
         {},
         {"conversation_id": ""},
         {"conversation_id": 7},
         {"conversation_id": "x" * 129},
+        {"conversation_id": "a\nCRITICAL iris_voice.app.serve: FORGED"},
+        {"conversation_id": "\x1b[2Jgone"},
     ):
         assert wyoming_origin(context, "10.0.0.5:4242") == "wyoming:10.0.0.5:4242"
     assert satellite_origin("kitchen") == "satellite:kitchen"
@@ -182,7 +188,7 @@ async def test_a_home_assistant_client_and_the_microphone_never_see_each_others_
     app.conversations.forget("wyoming:a")
     app.conversations.forget("wyoming:b")
     # the connections without an id took their conversations with them
-    assert [c["origin"] for c in app.conversations.listed()] == [DESKTOP, "wyoming:01JHAROOM"]
+    assert [c["origin"] for c in app.conversations.listed()] == [DESKTOP, "wyoming:127.0.0.1/01JHAROOM"]
     for request in backend.requests:
         said = " ".join(m["content"] for m in request if m["role"] == "user")
         assert not ("desk" in said and ("living room" in said or "no id" in said)), said
