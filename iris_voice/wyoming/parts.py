@@ -28,7 +28,7 @@ from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
 from iris_voice.wyoming.hub import SatellitePart
 from iris_voice.wyoming.info import IRIS, OLLAMA, WHISPER, languages
 from iris_voice.wyoming.part import Connection, ServicePart
-from iris_voice.wyoming.tts import TtsPart
+from iris_voice.wyoming.tts import JSON_KINDS, TtsPart
 
 if TYPE_CHECKING:
     from iris_voice.config import Config
@@ -214,6 +214,11 @@ class HandlePart:
         if not Transcript.is_type(event.type):
             return False
         request = Transcript.from_event(event)
+        if request.text is not None and not isinstance(request.text, str):  # a list, a number: no words
+            kind = JSON_KINDS.get(type(request.text), type(request.text).__name__)
+            why = f"transcript text must be a string, not {kind}"
+            await conn.write_event(Error(text=why, code="bad-text").event())
+            return True
         text = (request.text or "").strip()
         context = request.context if isinstance(request.context, dict) else {}
         stream = context.get(HANDLE_STREAM_KEY) is True

@@ -377,6 +377,19 @@ async def test_bad_audio_over_the_wire_gets_errors_and_the_next_transcription_wo
     assert audio.dtype == np.float32 and abs(len(audio) - 16000) <= 16  # 1 s of 16 kHz mono
 
 
+async def test_a_transcript_whose_text_is_no_string_gets_an_error_and_the_next_one_an_answer(tmp_path):
+    async with serving(tmp_path) as (_svc, port, _app), AsyncTcpClient("127.0.0.1", port) as client:
+        errors = []
+        for text in (["what", "time"], 42, {"a": 1}):
+            await client.write_event(Event("transcript", {"text": text}))
+            errors.append((await read_until(client, "error", "handled", "not-handled"))[-1])
+        await client.write_event(Transcript(text="what time is it").event())
+        answer = await read_until(client, "handled", "not-handled", "error")
+    assert [(e.type, e.data["code"]) for e in errors] == [("error", "bad-text")] * 3, errors
+    assert "must be a string, not a list" in errors[0].data["text"]
+    assert answer[-1].type == "handled", answer
+
+
 async def test_synthesize_refuses_text_that_is_not_a_short_string_and_serves_on(tmp_path):
     async with serving(tmp_path, max_synthesize_chars=20) as (_svc, port, app):
         async with AsyncTcpClient("127.0.0.1", port) as client:
