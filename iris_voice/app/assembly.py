@@ -14,7 +14,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -39,6 +39,7 @@ from iris_voice.tools.builtin import build_registry
 from iris_voice.tools.registry import ToolRegistry
 from iris_voice.voice.listener import Listener
 from iris_voice.voice.phrases import is_wake_phrase_alone
+from iris_voice.wyoming.ears import ListenerPool
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
     from iris_voice.tools.mcp.manager import McpManager
@@ -157,18 +158,27 @@ def build_devices(
     return source, sink
 
 
-def remote_listener(cfg: Config) -> Callable[[], Awaitable[Listener]]:
-    """Makes the hub's ears for a satellite that streams its microphone (``wyoming.ears``):
-    VAD, wake word and end-of-turn models of its own, loaded, in a listener."""
+def remote_listener(cfg: Config) -> ListenerPool:
+    """The hub's ears for satellites that stream their microphones (``wyoming.ears``): sets
+    of VAD, wake-word and end-of-turn models, each lent to one satellite at a time and
+    reset for the next; up to four idle sets kept (fewer with a smaller ``serve.max_clients``)."""
 
-    async def make() -> Listener:
+    async def load() -> Engines:
         engines = build_engines(cfg, listen_only=True)
         await asyncio.gather(
             *(e.warmup() for e in (engines.vad, engines.wake, engines.turn) if e is not None)
         )
+        return engines
+
+    def reset(engines: Engines) -> None:
+        engines.vad.reset()
+        if engines.wake is not None:
+            engines.wake.reset()
+
+    def listen(engines: Engines) -> Listener:
         return build_listener(cfg, engines, lambda _event: None)
 
-    return make
+    return ListenerPool(load, listen, reset, keep=max(1, min(cfg.serve.max_clients, 4)))
 
 
 async def warm_up(engines: Engines) -> dict[str, float]:

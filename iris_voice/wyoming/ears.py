@@ -7,6 +7,11 @@ the question to its server, which answers ``detection``, ``voice-started``,
 VAD, the wake word, the end of turn — over that stream (``StreamSource``) and hands each
 finished question to the hub's turn. An IRIS satellite sends ``audio-start`` … ``audio-stop``
 around a question it endpointed itself, and never needs this.
+
+The models behind the ears (Silero VAD, the wake word, Smart Turn: ~30 MB a set) are the
+hub's, not a connection's: ``ListenerPool`` lends a set to each streaming satellite and
+takes it back, reset, when the satellite leaves, so a hundred satellites coming and going
+load one set, not a hundred.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import numpy as np
 from wyoming.event import Event
@@ -69,6 +75,57 @@ class StreamSource:
             while self._queue.full():
                 self._queue.get_nowait()
             self._queue.put_nowait(None)
+
+
+class ListenerPool:
+    """Listeners over sets of listening models, lent and taken back (see the module notes).
+
+    ``load`` makes a set of models (loaded and warmed), ``listen`` a fresh listener over a
+    set, ``reset`` clears a set's streaming state before it is lent again. At most ``keep``
+    idle sets are kept; one given back beyond them is let go.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], Awaitable[Any]],
+        listen: Callable[[Any], Listener],
+        reset: Callable[[Any], None],
+        keep: int = 2,
+    ) -> None:
+        self._load, self._listen, self._reset, self.keep = load, listen, reset, keep
+        self._idle: list[Any] = []
+        self._lent: dict[int, Any] = {}  # id(listener) → its models
+        self.loaded = 0
+        """Sets of models loaded since start (``iris status``: flat while satellites come and go)."""
+
+    @property
+    def lent(self) -> int:
+        """Sets lent out now."""
+        return len(self._lent)
+
+    async def take(self) -> Listener:
+        """A listener over an idle set of models, or a newly loaded one."""
+        if self._idle:
+            models = self._idle.pop()
+        else:
+            models = await self._load()
+            self.loaded += 1
+        listener = self._listen(models)
+        self._lent[id(listener)] = models
+        return listener
+
+    def give_back(self, listener: Listener) -> None:
+        """``listener``'s models, reset, for the next satellite (the listener is done with)."""
+        models = self._lent.pop(id(listener), None)
+        if models is None:
+            return
+        try:
+            self._reset(models)
+        except Exception:  # a model that cannot be reset is not lent again
+            log.warning("listening models not reset: let go", exc_info=True)
+            return
+        if len(self._idle) < self.keep:
+            self._idle.append(models)
 
 
 class RemoteEars:

@@ -46,7 +46,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +71,8 @@ from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.rows import MAX_ORIGIN
 from iris_voice.timers.service import TimerService
 from iris_voice.tools.registry import ToolRegistry
-from iris_voice.voice.listener import Listener
 from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
-from iris_voice.wyoming.ears import STREAM_FORMAT, RemoteEars
+from iris_voice.wyoming.ears import STREAM_FORMAT, ListenerPool, RemoteEars
 from iris_voice.wyoming.hub_timers import SatelliteTimers
 from iris_voice.wyoming.hub_turn import TurnResult, run_turn
 from iris_voice.wyoming.part import Connection
@@ -119,6 +118,8 @@ class Satellite:
     """The hub's listener over a streamed microphone (a stock satellite's), once it streams."""
     stream_wake: bool = False
     """The streamed pipeline starts at the wake word (else the question starts at once)."""
+    gone: bool = False
+    """The connection closed: nothing more is lent to it."""
 
 
 class SatellitePart:
@@ -133,7 +134,7 @@ class SatellitePart:
         *,
         backend: ChatBackend | None = None,
         conversations: Conversations | None = None,
-        listener: Callable[[], Awaitable[Listener]] | None = None,
+        listener: ListenerPool | None = None,
         publish: Callable[[IrisEvent], None] | None = None,
         local_announce: Callable[[TimerFinished], None] | None = None,
         hold_timers_s: float = 3600.0,
@@ -160,8 +161,8 @@ class SatellitePart:
         self.conversations = conversations
         """Every conversation of IRIS, by origin; the satellites' are ``satellite:NAME``."""
         self.listener = listener
-        """Makes the hub's ears for a satellite that streams its microphone (None: such a
-        satellite is refused ``no-ears``)."""
+        """Lends the hub's ears to a satellite that streams its microphone, and takes them
+        back when it leaves (None: such a satellite is refused ``no-ears``)."""
         self.connected: dict[str, Satellite] = {}
         """Satellites connected now, by name."""
         self.timers: TimerService | None = None
@@ -251,16 +252,20 @@ class SatellitePart:
             await sat.conn.write_event(Error(text=f"a streamed microphone: {why}", code=code).event())
             return True
         if sat.ears is None:
-            listener = await self.listener()
+            listener = await self.listener.take()
             ears = RemoteEars(
                 listener, sat.conn.write_event, lambda audio, _t: self._heard(sat, audio),
                 lambda: self._stop_turn(sat, "the wake word"), wake_name=sat.wake_name, wake=sat.stream_wake,
             )  # fmt: skip
-            if sat.ears is None:  # another chunk made them while the models loaded
+            if sat.ears is None and not sat.gone:  # another chunk made them while the models loaded
                 sat.ears = ears
                 ears.start()
                 log.info("%s streams its microphone: the hub listens (%s)", sat.name,
                          "wake word" if sat.stream_wake else "a question")  # fmt: skip
+            else:
+                self.listener.give_back(listener)
+                if sat.ears is None:  # it left while the models loaded
+                    return True
         sat.ears.push(event.payload or b"")
         return True
 
@@ -290,8 +295,12 @@ class SatellitePart:
         if sat is None:
             return
         self._stop_turn(sat, "disconnected")
+        sat.gone = True
         if sat.ears is not None:
             await sat.ears.close()
+            if self.listener is not None:
+                self.listener.give_back(sat.ears.listener)  # the models, for the next satellite
+            sat.ears = None
         if self.connected.get(sat.name) is sat:
             del self.connected[sat.name]
         log.info("satellite %s disconnected (%s)", sat.name, conn.peer)
