@@ -16,7 +16,9 @@ class (``abuse_serve_attacks``, run in a process of their own) while this proces
 ``baseline`` rows are the good client alone. Hostile classes: ``rate1-chunk``,
 ``idle-holders``, ``idle-holders-token``, ``name-takeover``, ``10k-names``,
 ``wrong-token-flood`` (the token ones against a hub with ``serve.token`` and
-``serve.max_clients`` 4). Figures only: a benchmark reports, it does not assert.
+``serve.max_clients`` 4), ``stream-cycles`` (stock satellites streaming their microphone
+one after another: the hub's ears, RSS and open files over hundreds of them). Figures
+only: a benchmark reports, it does not assert.
 
     flock /tmp/iris-llm.lock python -m tools.bench.abuse_serve [--classes a,b]   (make bench-abuse-serve)
 
@@ -109,6 +111,14 @@ def rss_mb(pid: int) -> float:
         return 0.0
     kb = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
     return int(kb) / 1024
+
+
+def open_files(pid: int) -> int:
+    """File descriptors ``pid`` holds open (0 once it is gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
 
 
 def tcp_sockets() -> int:
@@ -247,7 +257,7 @@ def own_lag(hub: Hub, seconds: float) -> tuple[float, float] | None:
 def measure(hub: Hub, name: str, pool: ProcessPoolExecutor, seconds: float) -> Row:
     """Run class ``name`` (or a baseline) against ``hub`` and take the figures around it."""
     pid, row = hub.proc.pid, Row(name)
-    before, log_at = rss_mb(pid), hub.log.stat().st_size
+    before, log_at, files = rss_mb(pid), hub.log.stat().st_size, open_files(pid)
     target = Target(hub.port, hub.token, hub.control, seconds)
     t0 = time.monotonic()
     with PingProbe(hub.control) as probe, RssSampler(pid) as rss, GoodClients(hub.port, hub.token) as good:
@@ -280,6 +290,7 @@ def measure(hub: Hub, name: str, pool: ProcessPoolExecutor, seconds: float) -> R
     # iris serve reads the TCP table for each loopback connection (who is it?): its size
     # (TIME_WAIT sockets of closed connections stay in it for a minute) is what that costs.
     row.outcome += f"; {sockets:,} sockets in /proc/net/tcp at the end"
+    row.outcome += f"; open files {files} -> {open_files(pid)}"
     if probe.failures:
         row.outcome += f"; {probe.failures} control pings failed"
     return row

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from wyoming.event import Event, async_read_event, async_write_event
 
 from iris_voice.app.control import request
@@ -31,6 +32,8 @@ TOKEN_HOLDERS = 16
 GUESSERS = 32
 CLAIMS = 50
 NAMES = 10_000
+STREAM_CYCLES = 500
+"""Connections of ``stream-cycles``: each streams its microphone, then leaves."""
 ANSWER_S = 10.0
 """How long an attacker waits for an answer before it counts the connection as stuck."""
 
@@ -257,6 +260,36 @@ async def wrong_token_flood(t: Target) -> str:
     return f"{seen.pop('guesses', 0)} guesses sent ({GUESSERS} connections at a time): {_counts(seen)}"
 
 
+async def stream_cycles(t: Target) -> str:
+    """Stock satellites one after another: ``run-satellite``, ``run-pipeline`` from the wake
+    word, half a second of their microphone streamed (16 kHz mono chunks, no
+    ``audio-start``), then gone — ``STREAM_CYCLES`` of them, or as many as ``seconds`` allow."""
+    seen: Counter[str] = Counter()
+    rng = np.random.default_rng(7)
+    noise = (rng.standard_normal(1600) * 300).astype(np.int16).tobytes()  # 100 ms of a quiet room
+    fmt = {"rate": 16000, "width": 2, "channels": 1}
+    end = time.monotonic() + t.seconds
+    for i in range(STREAM_CYCLES):
+        if time.monotonic() > end:
+            break
+        reader, writer = await _connect(t.port)
+        try:
+            if t.token:
+                await _send(writer, AUTH_TYPE, {"token": t.token})
+            await _send(writer, "run-satellite", {"name": f"stream-{i % 8}"})
+            if (hello := await _answer(reader, "satellite-connected")) is None or hello.type == "error":
+                seen[f"refused: {_label(hello)}"] += 1
+                continue
+            await _send(writer, "run-pipeline", {"start_stage": "wake", "end_stage": "tts"})
+            for _ in range(5):
+                await _send(writer, "audio-chunk", fmt, noise)
+            await writer.drain()
+            seen["streamed"] += 1
+        finally:
+            _close(writer)
+    return _counts(seen)
+
+
 CLASSES: dict[str, Callable[[Target], Awaitable[str]]] = {
     "rate1-chunk": rate1_chunk,
     "idle-holders": idle_holders,
@@ -264,6 +297,7 @@ CLASSES: dict[str, Callable[[Target], Awaitable[str]]] = {
     "name-takeover": name_takeover,
     "10k-names": ten_k_names,
     "wrong-token-flood": wrong_token_flood,
+    "stream-cycles": stream_cycles,
 }
 """Every hostile class, in the order the benchmark runs them."""
 
