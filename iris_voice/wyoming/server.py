@@ -39,6 +39,7 @@ from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler, AsyncServer
 
 from iris_voice.config import ServeConfig
+from iris_voice.wyoming.pace import GuessClock, Pace
 from iris_voice.wyoming.part import Connection, ServicePart
 from iris_voice.wyoming.trust import (
     AUTH_FAIL_DELAY_S,
@@ -104,6 +105,8 @@ class ServeHandler(AsyncEventHandler):
         self.admitted = False
         """Past the gates with a first real event: counted in ``max_clients``, not pending."""
         self._stream_open = False
+        self.pace = Pace()
+        """Its cheap events (``describe``, ``ping``), at most a burst and then a steady rate."""
 
     async def _write(self, event: Event) -> None:
         async with self._write_lock:  # parts may write from their own tasks
@@ -138,7 +141,7 @@ class ServeHandler(AsyncEventHandler):
             if svc.clients.pop(self.conn.peer, None) is not None:
                 log.debug("wyoming client %s disconnected", self.conn.peer)
             await self.disconnect()
-            self.writer.close()
+            self._close()
             if task is not None:
                 svc._tasks.discard(task)
 
@@ -165,6 +168,16 @@ class ServeHandler(AsyncEventHandler):
                 return
             if event is None or not await self.handle_event(event):
                 return
+            await asyncio.sleep(0)  # pipelined events: the other clients' turn between two
+
+    def _close(self) -> None:
+        """Close the socket now: a client that stopped reading leaves replies unsent, and a
+        plain close would wait to flush them (its socket stayed open for minutes)."""
+        transport = self.writer.transport
+        if transport.get_write_buffer_size() > 0:
+            transport.abort()
+        else:
+            self.writer.close()
 
     async def _admit(self) -> bool:
         """The allow-list, judged on connecting (costs nothing)."""
@@ -207,7 +220,8 @@ class ServeHandler(AsyncEventHandler):
                 svc.refuse(
                     self.host or "local", f"{self.conn.peer}: {printable(answer.data.get('text'), 120)}"
                 )
-                await asyncio.sleep(AUTH_FAIL_DELAY_S)  # a guess costs time
+                # a guess costs time, per address: connections in parallel wait their turn
+                await asyncio.sleep(svc.guesses.wait_s(self.host or "local"))
                 await self._send_quietly(answer)
                 return False
             await self._write(answer)
@@ -216,9 +230,11 @@ class ServeHandler(AsyncEventHandler):
         if not passed:
             return True
         if Describe.is_type(event.type):
+            await self.pace.take()
             await self._write(build_info(svc.parts).event())
             return True
         if Ping.is_type(event.type):
+            await self.pace.take()
             await self._write(Pong(text=Ping.from_event(event).text).event())
             return True
         if not self.admitted and not await self._enter():
@@ -294,6 +310,8 @@ class WyomingService:
         self.pending: dict[str, ServeHandler] = {}
         """Connections not yet admitted, oldest first."""
         self.refusals = RefusalLog()
+        self.guesses = GuessClock(AUTH_FAIL_DELAY_S)
+        """When each address hears the answer to its next wrong token."""
         self.refused = 0
         """Connections and events refused by the gates since start."""
         self.accepted = 0

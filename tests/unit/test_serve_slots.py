@@ -141,6 +141,9 @@ async def test_ping_is_answered_before_and_after_admission_and_keeps_the_link(tm
                 await read_until(client, "pong")
 
 
+GUESSES = 5
+
+
 async def test_a_wrong_token_waits_and_a_flood_is_logged_once(tmp_path, caplog):
     # S9: ~1,554 wrong guesses/s, one WARNING each, no back-off.
     caplog.set_level(logging.WARNING)
@@ -152,13 +155,15 @@ async def test_a_wrong_token_waits_and_a_flood_is_logged_once(tmp_path, caplog):
                 return (await read_until(client, "error"))[-1]
 
         start = time.monotonic()
-        refusals = await asyncio.gather(*(guess(i) for i in range(12)))
+        refusals = await asyncio.gather(*(guess(i) for i in range(GUESSES)))
         waited = time.monotonic() - start
-        assert await answered(port, token=TOKEN) == "handled"
+        assert await answered(port, token=TOKEN) == "handled"  # the token holder is not held up
     assert all(e.data["code"] == "unauthorized" for e in refusals)
-    assert waited >= AUTH_FAIL_DELAY_S  # a lower bound: no machine answers a guess sooner
+    # one address, guesses in parallel: answered one delay apart, not all after one delay
+    # (64 connections made 62 guesses a second). A lower bound: no machine answers sooner.
+    assert waited >= GUESSES * AUTH_FAIL_DELAY_S
     lines = [r for r in caplog.records if "refused" in r.getMessage()]
-    assert len(lines) == 1 and svc.refused == 12, [r.getMessage() for r in lines]
+    assert len(lines) == 1 and svc.refused == GUESSES, [r.getMessage() for r in lines]
 
 
 async def test_a_lone_surrogate_token_is_a_wrong_token(tmp_path):
