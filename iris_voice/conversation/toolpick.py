@@ -22,9 +22,10 @@ import re
 from typing import Any
 
 from iris_voice.config import RetrievalConfig
+from iris_voice.conversation.followup import referent
 from iris_voice.conversation.history import Message
 from iris_voice.tools.examples import with_example
-from iris_voice.tools.lexicon import asks_change
+from iris_voice.tools.lexicon import asks_change, refers_back
 from iris_voice.tools.registry import Tool, ToolRegistry, about
 from iris_voice.tools.render import render
 from iris_voice.tools.repair import asks_conversion
@@ -175,6 +176,9 @@ class ToolPicker:
         # on" matches the short pause_timer better on "second", a word of set_timer's too).
         # No score floor: with the built-ins alone (no MCP server) scores stay low.
         index, asked = self.index(), set(words(text))
+        # "Pause it" names no timer, yet is about the one the conversation last set: an
+        # on-demand tool of the family that named it is about the request too.
+        about_it = refers_back(text) and referent(history, self.registry) is not None
         rival = next((s.name for s in ranked if s.name not in hidden and s.score > 0), None)
         shared = index.terms(rival) if rival else set()
         change = asks_change(text)
@@ -184,7 +188,7 @@ class ToolPicker:
             if s.name in hidden
             and (
                 s.score > best_listed
-                and about(hidden[s.name], text)
+                and (about(hidden[s.name], text) or (about_it and "referent" in hidden[s.name].meta))
                 and bool(asked & (index.terms(s.name) - shared))
                 if hidden[s.name].on_demand
                 else s.score >= floor

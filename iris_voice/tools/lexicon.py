@@ -6,6 +6,7 @@
   with side effects may do for it), ``sets_up`` (setting something up: a cancel it did not
   ask for is no part of it), and the reply rules' verbs of action on the world
   (``conversation.honest``).
+- ``refers_back``: "it", "that" — a request about what the conversation last spoke of.
 - ``in_conversation``: a verb of action in a sense that needs nothing but the
   conversation — playing a game *with* the user, calling the user by a name. A claim in
   such a sense is true of a voice assistant; the senses are told by their grammar (the user
@@ -53,6 +54,14 @@ def asks_change(text: str) -> bool:
 def sets_up(text: str) -> bool:
     """Whether ``text`` opens by setting something up ("Set a pasta timer and a tea timer.")."""
     return bool(_SETUP_ORDER.match(text))
+
+
+_BACK = re.compile(r"\b(?:it|that|this|them|those)\b", re.IGNORECASE)
+
+
+def refers_back(text: str) -> bool:
+    """Whether ``text`` points back at something the conversation spoke of ("pause it")."""
+    return bool(_BACK.search(text))
 
 
 _WITH_YOU = re.compile(r"\bplay\w*\b[^.!?]*\bwith (?:you|me)\b", re.IGNORECASE)

@@ -68,6 +68,29 @@ def test_an_on_demand_tool_is_shown_for_a_request_about_what_it_does(request_, s
     assert [t.name for t in picker.pick(request_, [])] == shown
 
 
+SET_COOKIES = [
+    {"role": "user", "content": "Set a cookies timer for twelve minutes."},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "set_timer", "arguments": {"duration": "12 minutes", "label": "cookies"}}}
+    ]},
+    {"role": "tool", "content": "Cookies timer set for 12 minutes."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_", "history", "shown"),
+    [
+        ("Pause it, the phone is ringing.", SET_COOKIES, ["pause_timer"]),
+        ("OK, resume it now.", SET_COOKIES, ["resume_timer"]),
+        ("Pause it, the phone is ringing.", [], []),  # "it" with nothing to point at
+        ("Pause, the phone is ringing.", SET_COOKIES, []),  # nothing pointed at
+    ],
+)
+def test_a_request_pointing_back_at_a_timer_is_about_the_timer(request_, history, shown):
+    picker = ToolPicker(builtins(), RetrievalConfig())
+    assert [t.name for t in picker.pick(request_, history)] == shown
+
+
 async def test_a_turn_that_needs_one_shows_it_after_the_history_and_the_call_runs():
     service = timers()
     await service.set_timer(480, "pasta")

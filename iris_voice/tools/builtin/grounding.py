@@ -30,7 +30,7 @@ from typing import Any
 
 from iris_voice.timers.parse import ORDINALS, parse_duration, resolve_when
 from iris_voice.tools.intents import REFERENT
-from iris_voice.tools.lexicon import sets_up
+from iris_voice.tools.lexicon import refers_back, sets_up
 from iris_voice.tools.registry import OTHER_CHANGE, ArgumentRepair, GroundingCheck
 from iris_voice.tools.spoken import digits
 
@@ -232,14 +232,11 @@ def drop_unsaid_label(request: str, args: dict[str, Any]) -> dict[str, Any]:
     return {**args, "label": label}
 
 
-_BACK = re.compile(r"\b(?:it|that|this|them|those)\b", re.IGNORECASE)
-
-
 def _which_grounded(request: str, which: Any, labels: list[str]) -> bool:
     """True when ``which`` is a timer the request names, or the request speaks of timers,
     or it refers back ("cancel it") to the conversation's referent and ``which`` is that."""
     the_one = REFERENT.get()
-    if the_one and _BACK.search(request) and _label_words(str(which or "")) == _label_words(the_one):
+    if the_one and refers_back(request) and _label_words(str(which or "")) == _label_words(the_one):
         return True
     which = " ".join(str(which or "").lower().split())
     said = set(re.findall(r"\w+", request.lower()))
