@@ -110,6 +110,8 @@ class ListenerPool:
         else:
             models = await self._load()
             self.loaded += 1
+            log.info("listening models loaded for a streamed microphone (%d sets so far, %d lent)",
+                     self.loaded, len(self._lent) + 1)  # fmt: skip
         listener = self._listen(models)
         self._lent[id(listener)] = models
         return listener
