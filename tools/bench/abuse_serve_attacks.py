@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -269,9 +270,13 @@ async def stream_cycles(t: Target) -> str:
     noise = (rng.standard_normal(1600) * 300).astype(np.int16).tobytes()  # 100 ms of a quiet room
     fmt = {"rate": 16000, "width": 2, "channels": 1}
     end = time.monotonic() + t.seconds
+    pid = int(request("status", timeout=30, path=t.control)["pid"])
+    marks: dict[int, tuple[float, int]] = {}
     for i in range(STREAM_CYCLES):
         if time.monotonic() > end:
             break
+        if i in (50, 250):  # the first sets loaded by now: what comes after is growth per cycle
+            marks[i] = _rss_files(pid)
         reader, writer = await _connect(t.port)
         try:
             if t.token:
@@ -287,7 +292,17 @@ async def stream_cycles(t: Target) -> str:
             seen["streamed"] += 1
         finally:
             _close(writer)
-    return _counts(seen)
+    await asyncio.sleep(2.0)  # the last connections' ears given back
+    marks[seen["streamed"]] = _rss_files(pid)
+    growth = ", ".join(f"after {n}: {mb:.0f} MB, {files} files" for n, (mb, files) in sorted(marks.items()))
+    return f"{_counts(seen)}; {growth}"
+
+
+def _rss_files(pid: int) -> tuple[float, int]:
+    """The hub's VmRSS (MB) and open files now."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    kb = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
+    return int(kb) / 1024, len(os.listdir(f"/proc/{pid}/fd"))
 
 
 CLASSES: dict[str, Callable[[Target], Awaitable[str]]] = {
