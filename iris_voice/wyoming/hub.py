@@ -370,7 +370,7 @@ class SatellitePart:
             result = await run_turn(
                 sat.name, audio, stt=self.stt, tts=self.tts, responder=self.responder(sat.name),
                 write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
-                gate=self.speech_jobs, words_only=sat.words_only,
+                gate=self.speech_jobs, words_only=sat.words_only, gone=sat.conn.gone,
             )  # fmt: skip
         except (ConnectionError, OSError) as exc:  # the satellite went away: nobody to answer
             log.info("%s: connection lost during the turn (%s)", sat.name, exc)

@@ -126,6 +126,7 @@ async def run_turn(
     speaking: asyncio.Lock,
     gate: asyncio.Semaphore | None = None,
     words_only: bool = False,
+    gone: Callable[[], bool] = lambda: False,
 ) -> TurnResult:
     """Answer one utterance (int16 mono at 16 kHz) from satellite ``origin``.
 
@@ -133,12 +134,18 @@ async def run_turn(
     text) — or ``not-handled`` when there was nothing to answer. ``speaking`` keeps a timer
     announcement from cutting into the reply's audio on the same connection; ``gate``
     bounds the speech jobs running at once across satellites. With ``words_only`` the
-    turn ends at the transcript (the satellite acts on the words itself).
+    turn ends at the transcript (the satellite acts on the words itself). A satellite that
+    has ``gone`` by the time its decode may start is not decoded for (``ConnectionError``).
     """
     from wyoming.asr import Transcript
 
+    async def transcribe() -> str:
+        if gone():  # it left while the decode waited its turn: the CPU goes to those still here
+            raise ConnectionError("the satellite left before its question was transcribed")
+        return await stt.transcribe(audio.astype(np.float32) / 32768.0)
+
     result = TurnResult()
-    text = await gated(gate, stt.transcribe(audio.astype(np.float32) / 32768.0))
+    text = await gated(gate, transcribe())
     result.text = text = strip_wake_phrase(wake_name, text)
     await write(Transcript(text=text).event())
     log.info("%s heard: %r", origin, text)

@@ -27,6 +27,8 @@ class Connection:
     """Send an event to this client (serialized per connection by the server)."""
     state: dict[str, Any] = field(default_factory=dict)
     """Per-connection state, one key per part (e.g. an utterance being received)."""
+    gone: Callable[[], bool] = lambda: False
+    """Whether the client has closed its side: work only it would read is not started."""
 
 
 class ServicePart(Protocol):

@@ -92,6 +92,9 @@ class AsrPart:
         self.stt = stt
         self.language = language
         self.max_utterance_s = max_utterance_s
+        self._decoding = asyncio.Lock()  # one decode at a time, in the order asked
+        self.skipped = 0
+        """Decodes not started because their client had left while they waited."""
 
     def describe(self) -> dict[str, list[Any]]:
         """One ASR program with IRIS's Whisper model."""
@@ -123,7 +126,12 @@ class AsrPart:
         if AudioStop.is_type(event.type) and utt.intake is not None:
             del conn.state[self.KEY]
             if not utt.intake.overflow:
-                text = await self._transcribe(utt.intake)
+                async with self._decoding:
+                    if conn.gone():  # it sent audio-stop and left: nobody reads the transcript
+                        self.skipped += 1
+                        log.info("wyoming client %s left before its transcription began: skipped", conn.peer)
+                        return True
+                    text = await self._transcribe(utt.intake)
                 log.info("wyoming transcribe for %s: %r", conn.peer, text)
                 await conn.write_event(Transcript(text=text, language=utt.language or self.language).event())
             return True

@@ -97,7 +97,7 @@ class ServeHandler(AsyncEventHandler):
         service.accepted += 1
         label = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else f"unix-socket#{service.accepted}"
         self._write_lock = asyncio.Lock()
-        self.conn = Connection(label, self._write, {})
+        self.conn = Connection(label, self._write, {}, gone=self._gone)
         self.gate = TokenGate(service.token)
         self.connected_at = time.time()
         self.pending_since = time.monotonic()
@@ -169,6 +169,10 @@ class ServeHandler(AsyncEventHandler):
             if event is None or not await self.handle_event(event):
                 return
             await asyncio.sleep(0)  # pipelined events: the other clients' turn between two
+
+    def _gone(self) -> bool:
+        """The client closed its side and nothing it sent is left to read."""
+        return self.reader.at_eof() or self.writer.is_closing()
 
     def _close(self) -> None:
         """Close the socket now: a client that stopped reading leaves replies unsent, and a

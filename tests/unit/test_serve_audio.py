@@ -6,6 +6,7 @@ on synthesis text. A part that raised would fail these tests (nothing catches it
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import tracemalloc
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
@@ -23,6 +25,7 @@ from iris_voice.wyoming.part import Connection
 from iris_voice.wyoming.parts import AsrPart
 from iris_voice.wyoming.tts import TtsPart
 from tests.support.fakes_audio import FakeStt, FakeTts
+from tests.unit.test_serve import read_until, serving
 
 
 def connection() -> tuple[Connection, list[Event]]:
@@ -336,3 +339,34 @@ async def test_service_parts_passes_the_configured_limit(tmp_path):
         await app.close()
     assert part.max_chars == 123
     assert TtsPart(FakeTts(), language="en").max_chars == 2000  # the default
+
+
+class SlowStt(FakeStt):
+    """A decode that takes a while (the first one runs while the others wait their turn)."""
+
+    async def transcribe(self, audio, lead: str = "") -> str:
+        await asyncio.sleep(0.5)
+        return await super().transcribe(audio, lead)
+
+
+async def test_a_client_that_left_before_its_decode_began_is_not_decoded_for(tmp_path):
+    # N4: 30 clients that closed right after audio-stop cost 15 s of decodes nobody read.
+    stt = SlowStt(*["words"] * 10)
+    async with serving(tmp_path, stt=stt) as (_svc, port, _app):
+        pcm = (np.sin(np.arange(16000) / 8) * 8000).astype(np.int16).tobytes()
+        for _ in range(5):
+            async with AsyncTcpClient("127.0.0.1", port) as client:
+                await client.write_event(Transcribe(language="en").event())
+                await client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+                await client.write_event(AudioChunk(rate=16000, width=2, channels=1, audio=pcm).event())
+                await client.write_event(AudioStop().event())
+            # gone at once, not waiting for its transcript
+        async with AsyncTcpClient("127.0.0.1", port) as client:  # one that waits is answered
+            await client.write_event(Transcribe(language="en").event())
+            await client.write_event(AudioStart(rate=16000, width=2, channels=1).event())
+            await client.write_event(AudioChunk(rate=16000, width=2, channels=1, audio=pcm).event())
+            await client.write_event(AudioStop().event())
+            answer = await read_until(client, "transcript")
+    assert answer[-1].data["text"] == "words"
+    # the first decode began before its client was seen to leave; the others waited and were skipped
+    assert len(stt.audio) < 6, len(stt.audio)
