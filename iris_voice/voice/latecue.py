@@ -4,8 +4,8 @@ On a desktop that is never idle the model may take seconds to read a question an
 its first clause (beside a compile, chat answers came 3.9 s after the question; beside
 heavier work, none within 13 s). Silence that long reads as "IRIS did not hear me", and
 the person asks again, which cuts the answer that was on its way. So when a voice turn
-has nothing to say ``after_s`` after the end of the question, IRIS says ``text`` ("One
-moment.") and the answer follows it.
+has nothing to say ``after_s`` after the end of the question (and at least ``GRACE_S``
+after its transcript), IRIS says ``text`` ("One moment.") and the answer follows it.
 
 The cue is synthesized once, ahead of time (``prepare``), and kept as samples: on a
 loaded machine synthesizing it at the moment it is needed would itself be late. It is
@@ -25,6 +25,10 @@ from iris_voice.speech.tts import Synthesizer
 from iris_voice.voice.heard import Utterance
 
 log = logging.getLogger(__name__)
+
+GRACE_S = 0.3
+"""The least a reply is waited for once the question is transcribed: a slow transcription
+must not put the cue before an answer the fast path has ready a moment later."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ import numpy as np
 
 from iris_voice.audio.protocols import AudioSink
 from iris_voice.speech.tts import Synthesizer
-from iris_voice.voice.latecue import LateCue
+from iris_voice.voice.latecue import GRACE_S, LateCue
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ class ReplySpeaker:
         if self.cue is None:
             return await queue.get(), 0.0
         try:
-            return await asyncio.wait_for(queue.get(), max(0.0, cue_at - self._clock())), 0.0
+            return await asyncio.wait_for(queue.get(), max(GRACE_S, cue_at - self._clock())), 0.0
         except TimeoutError:
             pass
         samples = await self.cue.prepare(self.tts)

@@ -71,6 +71,7 @@ from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.rows import MAX_ORIGIN
 from iris_voice.timers.service import TimerService
 from iris_voice.tools.registry import ToolRegistry
+from iris_voice.voice.latecue import LateCue
 from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
 from iris_voice.wyoming.ears import STREAM_FORMAT, ListenerPool, RemoteEars
 from iris_voice.wyoming.hub_timers import SatelliteTimers
@@ -171,6 +172,9 @@ class SatellitePart:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.refusals = RefusalLog()
         """Refused satellite streams and names: logged once per peer per minute."""
+        tts_cfg = cfg.tts
+        self.cue = LateCue(tts_cfg.late_cue, tts_cfg.late_cue_s) if tts_cfg.late_cue_s > 0 else None
+        """Said to a satellite before a late reply (``tts.late_cue_s``); None: never."""
         self.ringer = SatelliteTimers(self)
         """Satellites' timers: shown there, rung there."""
 
@@ -370,7 +374,7 @@ class SatellitePart:
             result = await run_turn(
                 sat.name, audio, stt=self.stt, tts=self.tts, responder=self.responder(sat.name),
                 write=sat.conn.write_event, wake_name=sat.wake_name, speaking=sat.speaking,
-                gate=self.speech_jobs, words_only=sat.words_only, gone=sat.conn.gone,
+                gate=self.speech_jobs, words_only=sat.words_only, gone=sat.conn.gone, cue=self.cue,
             )  # fmt: skip
         except (ConnectionError, OSError) as exc:  # the satellite went away: nobody to answer
             log.info("%s: connection lost during the turn (%s)", sat.name, exc)

@@ -28,6 +28,7 @@ from iris_voice.errors import LlmError
 from iris_voice.speech.stt import Transcriber
 from iris_voice.speech.tts import Synthesizer
 from iris_voice.timers.origin import ORIGIN
+from iris_voice.voice.latecue import GRACE_S, LateCue
 from iris_voice.voice.phrases import is_stop_command, strip_wake_phrase
 from iris_voice.voice.servergone import UNREACHABLE
 
@@ -98,14 +99,33 @@ async def speak_to(
                 await write(AudioStop().event())
 
 
-async def _read_ahead(source: AsyncIterator[str], queue: asyncio.Queue[str | None]) -> None:
+async def _read_ahead(
+    source: AsyncIterator[str], queue: asyncio.Queue[str | None], first: asyncio.Event
+) -> None:
     """Move the responder's sentences into ``queue`` so the model writes on while the
-    previous sentence is synthesized; None marks the end."""
+    previous sentence is synthesized; None marks the end. ``first`` is set at the first
+    sentence (or the end)."""
     try:
         async for sentence in source:
             await queue.put(sentence)
+            first.set()
     finally:
+        first.set()
         await queue.put(None)
+
+
+async def _late_lead(
+    cue: LateCue | None, tts: Synthesizer, first: asyncio.Event, deadline: float
+) -> tuple[np.ndarray, int] | None:
+    """The cue's audio when no sentence is ready by ``deadline`` (the loop's clock), else None."""
+    if cue is None:
+        return None
+    try:
+        await asyncio.wait_for(first.wait(), max(GRACE_S, deadline - asyncio.get_running_loop().time()))
+        return None
+    except TimeoutError:
+        log.info("reply late: the satellite hears %r first", cue.text)
+        return await cue.prepare(tts), tts.sample_rate
 
 
 async def _drain(queue: asyncio.Queue[str | None], reader: asyncio.Task[None]) -> AsyncIterator[str]:
@@ -127,6 +147,7 @@ async def run_turn(
     gate: asyncio.Semaphore | None = None,
     words_only: bool = False,
     gone: Callable[[], bool] = lambda: False,
+    cue: LateCue | None = None,
 ) -> TurnResult:
     """Answer one utterance (int16 mono at 16 kHz) from satellite ``origin``.
 
@@ -136,6 +157,7 @@ async def run_turn(
     bounds the speech jobs running at once across satellites. With ``words_only`` the
     turn ends at the transcript (the satellite acts on the words itself). A satellite that
     has ``gone`` by the time its decode may start is not decoded for (``ConnectionError``).
+    With ``cue``, a reply not begun ``cue.after_s`` after the audio came opens with the cue.
     """
     from wyoming.asr import Transcript
 
@@ -145,6 +167,7 @@ async def run_turn(
         return await stt.transcribe(audio.astype(np.float32) / 32768.0)
 
     result = TurnResult()
+    deadline = asyncio.get_running_loop().time() + (cue.after_s if cue is not None else 0.0)
     text = await gated(gate, transcribe())
     result.text = text = strip_wake_phrase(wake_name, text)
     await write(Transcript(text=text).event())
@@ -158,12 +181,16 @@ async def run_turn(
     token = ORIGIN.set(origin)  # a timer this turn sets rings on this satellite
     queue: asyncio.Queue[str | None] = asyncio.Queue(64)
     before = responder.conversation.version
-    reader = asyncio.create_task(_read_ahead(responder.sentences(text), queue), name=f"answer-{origin}")
+    first = asyncio.Event()
+    reader = asyncio.create_task(
+        _read_ahead(responder.sentences(text), queue, first), name=f"answer-{origin}"
+    )
     ORIGIN.reset(token)  # the task copied the context; this coroutine's own stays as it was
     try:
+        lead = await _late_lead(cue, tts, first, deadline)
         async with speaking:
             try:
-                await speak_to(write, tts, _drain(queue, reader), result.sentences, gate=gate)
+                await speak_to(write, tts, _drain(queue, reader), result.sentences, lead=lead, gate=gate)
             except LlmError as exc:
                 log.warning("%s: language model failed: %s [%s]", origin, exc.message, exc.code)
                 result.error = exc.code

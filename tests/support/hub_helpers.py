@@ -71,8 +71,13 @@ class EchoBackend:
             self.running -= 1
 
 
-def make_part(tmp_path: Path, backend: Any, **kwargs: Any) -> tuple[SatellitePart, TimerService, EventBus]:
-    cfg = Config.model_validate({"tools": {"timezone": "UTC"}, "llm": {"warm_cache": False}})
+def make_part(
+    tmp_path: Path, backend: Any, tts: dict[str, Any] | None = None, **kwargs: Any
+) -> tuple[SatellitePart, TimerService, EventBus]:
+    """A hub's satellite part over ``backend`` (``tts``: that config section's keys; no late
+    cue unless it says so: on a loaded machine it would add audio the tests count)."""
+    sections = {"tools": {"timezone": "UTC"}, "llm": {"warm_cache": False}, "tts": tts or {"late_cue_s": 0}}
+    cfg = Config.model_validate(sections)
     bus = EventBus()
     timers = TimerService(TimerStore(tmp_path / "timers.db"), bus.publish, tz_name="UTC", resync_seconds=0.2)
     part = SatellitePart(cfg, build_registry(cfg, timers), TextStt(), FakeTts(0.2), backend=backend,

@@ -59,6 +59,17 @@ async def test_a_prompt_reply_has_no_cue():
     assert reply.heard == ["It is noon."]
 
 
+async def test_a_reply_ready_as_the_transcript_comes_has_no_cue_though_the_deadline_passed():
+    speaker, tts, _ = speaker_with_cue(2.0)
+
+    async def ready() -> AsyncIterator[str]:  # the fast path: the answer as soon as asked
+        yield "It is noon."
+
+    # the transcription alone took longer than the deadline: the answer is waited for a moment
+    reply = await speaker.speak(ready(), cue_at=time.monotonic() - 1.0)
+    assert tts.spoken == ["It is noon."] and reply.cue_at is None
+
+
 async def test_no_deadline_no_cue_however_late():
     speaker, tts, _ = speaker_with_cue(0.01)
 
