@@ -261,6 +261,34 @@ async def wrong_token_flood(t: Target) -> str:
     return f"{seen.pop('guesses', 0)} guesses sent ({GUESSERS} connections at a time): {_counts(seen)}"
 
 
+async def describe_flood(t: Target) -> str:
+    """Pipelined ``describe`` events: clients that each write thousands in one go and read
+    the answers as they come, again and again, without authenticating."""
+    answered = 0
+
+    async def flood() -> None:
+        nonlocal answered
+        end = time.monotonic() + t.seconds
+        while time.monotonic() < end:
+            reader, writer = await _connect(t.port)
+            try:
+                writer.write(b'{"type": "describe"}\n' * 5000)
+                await writer.drain()
+                while time.monotonic() < end:
+                    async with asyncio.timeout(max(0.1, end - time.monotonic())):
+                        event = await async_read_event(reader)
+                    if event is None:
+                        break
+                    answered += event.type == "info"
+            except (TimeoutError, OSError, ValueError):
+                pass
+            finally:
+                _close(writer)
+
+    await asyncio.gather(*(flood() for _ in range(4)))
+    return f"{answered:,} describes answered ({4} clients pipelining 5,000 at a time)"
+
+
 async def stream_cycles(t: Target) -> str:
     """Stock satellites one after another: ``run-satellite``, ``run-pipeline`` from the wake
     word, half a second of their microphone streamed (16 kHz mono chunks, no
@@ -312,6 +340,7 @@ CLASSES: dict[str, Callable[[Target], Awaitable[str]]] = {
     "name-takeover": name_takeover,
     "10k-names": ten_k_names,
     "wrong-token-flood": wrong_token_flood,
+    "describe-flood": describe_flood,
     "stream-cycles": stream_cycles,
 }
 """Every hostile class, in the order the benchmark runs them."""
