@@ -14,7 +14,7 @@ class (``abuse_serve_attacks``, run in a process of their own) while this proces
   connect to ``handled``, and how many were not served within 1 s.
 
 ``baseline`` rows are the good client alone. Hostile classes: ``rate1-chunk``,
-``idle-holders``, ``idle-holders-token``, ``name-takeover``, ``10k-names``,
+``idle-holders``, ``idle-holders-token``, ``name-takeover``, ``10k-names``, ``describe-flood``,
 ``wrong-token-flood`` (the token ones against a hub with ``serve.token`` and
 ``serve.max_clients`` 4), ``stream-cycles`` (stock satellites streaming their microphone
 one after another: the hub's ears, RSS and open files over hundreds of them). Figures
