@@ -115,8 +115,14 @@ class RoomRecording:
         bed.pactl("load-module", "module-null-sink", f"sink_name={self.SINK}", "channels=2",
                   "channel_map=front-left,front-right")  # fmt: skip
         for out, into in ((f"{MIC_FEED}:monitor_MONO", "FL"), (f"{SPEAKER}:monitor_MONO", "FR")):
-            subprocess.run(["pw-link", out, f"{self.SINK}:playback_{into}"], env=bed.child_env(),
-                           check=True, capture_output=True, timeout=10)  # fmt: skip
+            for attempt in range(40):  # the new sink's ports appear a moment after it (later when busy)
+                done = subprocess.run(["pw-link", out, f"{self.SINK}:playback_{into}"], env=bed.child_env(),
+                                      capture_output=True, timeout=10)  # fmt: skip
+                if done.returncode == 0:
+                    break
+                time.sleep(0.25)
+            else:
+                raise RuntimeError(f"pw-link {out} -> {self.SINK}: {done.stderr.decode(errors='replace')}")
         proc = subprocess.Popen(
             ["parec", "-d", f"{self.SINK}.monitor", "--raw", f"--rate={RATE}", "--channels=2",
              "--format=s16le", "--latency-msec=10"],
