@@ -115,7 +115,7 @@ class RoomRecording:
         bed.pactl("load-module", "module-null-sink", f"sink_name={self.SINK}", "channels=2",
                   "channel_map=front-left,front-right")  # fmt: skip
         for out, into in ((f"{MIC_FEED}:monitor_MONO", "FL"), (f"{SPEAKER}:monitor_MONO", "FR")):
-            for attempt in range(40):  # the new sink's ports appear a moment after it (later when busy)
+            for _attempt in range(40):  # the new sink's ports appear a moment after it (later when busy)
                 done = subprocess.run(["pw-link", out, f"{self.SINK}:playback_{into}"], env=bed.child_env(),
                                       capture_output=True, timeout=10)  # fmt: skip
                 if done.returncode == 0:
