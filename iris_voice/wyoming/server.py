@@ -11,9 +11,10 @@ No connection can hold a slot for nothing. A new connection is *pending* until i
 admitted — past the gates, with its first event other than ``describe``/``ping`` — and
 must get there within ``serve.auth_timeout_s``; pending connections have their own small
 pool (``serve.max_pending``) in which a newcomer closes the oldest, so strangers that
-connect and wait can never lock out a client that talks at once. Admitted connections
-(``serve.max_clients``) may stay silent ``serve.idle_timeout_s`` between events
-(``serve.read_timeout_s`` inside an audio or text stream). Any exception a connection
+connect and wait can never lock out a client that talks at once (``slots``). Admitted
+connections (``serve.max_clients``) may stay silent ``serve.idle_timeout_s`` between events
+(``serve.read_timeout_s`` inside an audio or text stream), and give their slot to a
+newcomer once silent a few seconds with nothing open. Any exception a connection
 raises becomes an ``error`` event and one log line.
 
 The part list comes from ``parts.service_parts`` — the same for ``iris serve`` (the
@@ -29,7 +30,7 @@ import logging
 import sys
 import termios
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from wyoming.error import Error
@@ -41,6 +42,7 @@ from wyoming.server import AsyncEventHandler, AsyncServer
 from iris_voice.config import ServeConfig
 from iris_voice.wyoming.pace import GuessClock, Pace
 from iris_voice.wyoming.part import Connection, ServicePart
+from iris_voice.wyoming.slots import Slots
 from iris_voice.wyoming.trust import (
     AUTH_FAIL_DELAY_S,
     RefusalLog,
@@ -60,10 +62,6 @@ STREAM_OPEN = {"audio-start": True, "audio-stop": False, "synthesize-start": Tru
 """Events that open and close a stream: while one is open, every read has a timeout."""
 STOP_TIMEOUT_S = 3.0
 WRITE_TIMEOUT_S = 10.0
-PENDING_GRACE_S = 0.25
-"""How long a new connection may wait to send its first byte before a newer one may close it."""
-PENDING_OVERFLOW = 8
-"""How many times ``serve.max_pending`` connections inside their grace may be pending at once."""
 """The longest a client may leave an event unread before it counts as gone (a stuck client
 must not hold a turn, or the connection's write lock, for ever)."""
 
@@ -102,6 +100,10 @@ class ServeHandler(AsyncEventHandler):
         self.connected_at = time.time()
         self.pending_since = time.monotonic()
         """When it joined the pending pool (monotonic)."""
+        self.last_event_at = time.monotonic()
+        """When it last sent an event (monotonic)."""
+        self.answering = False
+        """A part is answering one of its events (a turn may take a while)."""
         self.admitted = False
         """Past the gates with a first real event: counted in ``max_clients``, not pending."""
         self._stream_open = False
@@ -217,6 +219,7 @@ class ServeHandler(AsyncEventHandler):
     async def handle_event(self, event: Event) -> bool:
         """Gate, admission, ``describe`` and ``ping``, then the parts; False closes the connection."""
         svc = self.service
+        self.last_event_at = time.monotonic()
         passed, answer = self.gate.check(event)
         if answer is not None:
             if answer.type == "error":
@@ -245,6 +248,16 @@ class ServeHandler(AsyncEventHandler):
             return False
         if event.type in STREAM_OPEN:
             self._stream_open = STREAM_OPEN[event.type]
+        self.answering = True
+        try:
+            return await self._offer(event)
+        finally:
+            self.answering = False
+            self.last_event_at = time.monotonic()  # silence is counted from the answer
+
+    async def _offer(self, event: Event) -> bool:
+        """Offer ``event`` to the parts in order until one takes it."""
+        svc = self.service
         for part in svc.parts:
             try:
                 if await part.handle(event, self.conn):
@@ -284,7 +297,8 @@ class ServeHandler(AsyncEventHandler):
         return int.from_bytes(waiting, sys.byteorder) > 0
 
     def evict(self) -> None:
-        """Close a pending connection to make room for a newer one (its reads see the end)."""
+        """Close the connection to make room for a newer one (its reads see the end): a
+        pending one, or an admitted one long idle."""
         log.debug("wyoming client %s closed before being admitted: a newer connection needs its slot",
                   self.conn.peer)  # fmt: skip
         self.writer.close()
@@ -309,9 +323,10 @@ class WyomingService:
         self.parts = list(parts)
         self.token = token
         self.networks = cfg.networks()
-        self.clients: dict[str, ServeHandler] = {}
+        self.slots = Slots(cfg)
+        self.clients = self.slots.clients
         """Admitted clients by ``host:port``."""
-        self.pending: dict[str, ServeHandler] = {}
+        self.pending = self.slots.pending
         """Connections not yet admitted, oldest first."""
         self.refusals = RefusalLog()
         self.guesses = GuessClock(AUTH_FAIL_DELAY_S)
@@ -326,45 +341,18 @@ class WyomingService:
         self._advert: Any = None
 
     def hold_pending(self, handler: ServeHandler) -> None:
-        """Count ``handler`` as pending. When the pool is full the oldest pending connection
-        that has sent nothing for ``PENDING_GRACE_S`` is closed: a client whose request is
-        already on its way is never the one to go, and every connection gets the grace to send
-        its first byte. Connections inside their grace may overflow the pool up to
-        ``PENDING_OVERFLOW`` times its size; beyond that the oldest silent one goes regardless."""
-        now = time.monotonic()
-        handler.pending_since = now
-        while len(self.pending) >= self.cfg.max_pending:
-            victim = self._silent(lambda h: now - h.pending_since >= PENDING_GRACE_S)
-            if victim is None and len(self.pending) >= self.cfg.max_pending * PENDING_OVERFLOW:
-                victim = self._silent(lambda h: True) or next(iter(self.pending.values()))
-            if victim is None:
-                break
-            del self.pending[victim.conn.peer]
-            victim.evict()
-        self.pending[handler.conn.peer] = handler
-
-    def _silent(self, old_enough: Callable[[ServeHandler], bool]) -> ServeHandler | None:
-        """The oldest pending connection that is ``old_enough`` and has sent nothing."""
-        for h in self.pending.values():  # oldest first
-            if not old_enough(h):
-                return None  # the rest are younger still
-            if not h.has_input():
-                return h
-        return None
+        """Count ``handler`` as pending (``Slots.hold_pending``)."""
+        self.slots.hold_pending(handler)
 
     def admit(self, handler: ServeHandler) -> bool:
-        """Move ``handler`` from pending to the clients; False when ``max_clients`` are in."""
-        self.pending.pop(handler.conn.peer, None)
-        if len(self.clients) >= self.cfg.max_clients:
-            self.refuse(
-                handler.host or "local",
-                f"{handler.conn.peer}: serve.max_clients ({self.cfg.max_clients}) connected",
-            )
-            return False
-        handler.admitted = True
-        self.clients[handler.conn.peer] = handler
-        log.debug("wyoming client %s admitted", handler.conn.peer)  # Home Assistant: one per request
-        return True
+        """Move ``handler`` from pending to the clients (``Slots.admit``); False when full."""
+        if self.slots.admit(handler):
+            return True
+        self.refuse(
+            handler.host or "local",
+            f"{handler.conn.peer}: serve.max_clients ({self.cfg.max_clients}) connected",
+        )
+        return False
 
     def refuse(self, peer: str, why: str) -> None:
         """Count a refusal and log it (once per peer per minute)."""

@@ -24,7 +24,7 @@ from wyoming.satellite import RunSatellite
 
 from iris_voice.config import Config, ConversationsConfig, LlmConfig
 from iris_voice.wyoming.hub import SatellitePart
-from iris_voice.wyoming.server import PENDING_GRACE_S, PENDING_OVERFLOW
+from iris_voice.wyoming.slots import PENDING_GRACE_S, PENDING_OVERFLOW
 from iris_voice.wyoming.trust import AUTH_FAIL_DELAY_S, AUTH_OK_TYPE, AUTH_TYPE
 from tests.support.fakes import ScriptedBackend
 from tests.support.fakes_audio import FakeStt, FakeTts
@@ -381,3 +381,42 @@ async def test_a_client_with_the_right_token_is_admitted_and_cannot_be_evicted(t
             await until(lambda: len(svc.pending) <= 1)
             for _reader, writer in strangers:
                 writer.close()
+
+
+async def test_clients_that_asked_once_and_stayed_make_room_for_a_new_one(tmp_path, monkeypatch):
+    # S2: 16 same-user clients that each sent one request made the next one "busy" until
+    # the 60 s idle timeout.
+    from iris_voice.wyoming import slots
+
+    monkeypatch.setattr(slots, "IDLE_MAKES_ROOM_S", 0.2)
+    async with serving(tmp_path, max_clients=2, idle_timeout_s=60) as (svc, port, _app):
+        stayed = []
+        for _ in range(2):
+            client = AsyncTcpClient("127.0.0.1", port)
+            await client.connect()
+            await client.write_event(Transcript(text="what time is it").event())
+            assert (await read_until(client, "handled", "not-handled", "error"))[-1].type == "handled"
+            stayed.append(client)  # connected, silent from now on
+        assert len(svc.clients) == 2
+        await asyncio.sleep(0.3)
+        assert await answered(port) == "handled"  # not "busy": the longest silent gave way
+        assert await closed(stayed[0]), "the client silent longest keeps its slot"
+        for client in stayed:
+            await client.disconnect()
+
+
+async def test_a_client_being_answered_keeps_its_slot(tmp_path, monkeypatch):
+    from iris_voice.wyoming import slots
+
+    monkeypatch.setattr(slots, "IDLE_MAKES_ROOM_S", 0.0)
+    async with serving(tmp_path, max_clients=1) as (svc, port, _app):
+        client = AsyncTcpClient("127.0.0.1", port)
+        await client.connect()
+        await client.write_event(Transcript(text="what time is it").event())
+        await read_until(client, "handled")
+        handler = next(iter(svc.clients.values()))
+        handler.answering = True  # as while a part answers a long turn
+        assert await answered(port) == "error"  # busy: the one being answered is not closed
+        handler.answering = False
+        assert await answered(port) == "handled"
+        await client.disconnect()
