@@ -29,6 +29,7 @@ def test_the_tools_declare_every_intent_of_the_templates() -> None:
         f"Iris{v}It" for v in ("Cancel", "Pause", "Resume", "TimeLeft", "Adjust", "Trim", "SetLength")
     }
     own = {"IrisGetTimeIn", "IrisGetDateTomorrow", "IrisCalculate", "IrisSetReminder", "IrisConvert"}
+    own |= {"IrisHolidayDate"}
     assert declared == HA_INTENTS | own | follow_ups
     assert set(iris_templates("en")["intents"]) <= declared  # no template without a tool
 

@@ -15,7 +15,7 @@ from iris_voice.tools.builtin import ToolContext, builtin_tools
 from iris_voice.tools.registry import ToolRegistry
 from tests.support.fakes import ScriptedBackend
 
-ON_DEMAND = {"adjust_timer", "pause_timer", "resume_timer", "convert_units"}
+ON_DEMAND = {"adjust_timer", "pause_timer", "resume_timer", "convert_units", "get_holiday_date"}
 
 
 def timers() -> TimerService:
