@@ -420,3 +420,31 @@ async def test_a_client_being_answered_keeps_its_slot(tmp_path, monkeypatch):
         handler.answering = False
         assert await answered(port) == "handled"
         await client.disconnect()
+
+
+async def test_a_client_that_stops_reading_has_its_socket_closed_not_left_flushing(tmp_path, monkeypatch):
+    # N2: 100 clients that never read were logged "disconnecting", their sockets still open
+    # 45 s later: a plain close waits to flush replies nobody reads.
+    import socket as socket_mod
+
+    from iris_voice.wyoming import server
+
+    monkeypatch.setattr(server, "WRITE_TIMEOUT_S", 0.5)
+    async with serving(tmp_path) as (svc, port, _app):
+        sock = socket_mod.socket(socket_mod.AF_INET, socket_mod.SOCK_STREAM)
+        sock.setsockopt(socket_mod.SOL_SOCKET, socket_mod.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        line = json.dumps({"type": "synthesize", "data": {"text": "Hello there."}}).encode() + b"\n"
+        sock.sendall(line * 200)  # seconds of audio asked for, none of it read
+        handler = None
+        async with asyncio.timeout(30):
+            while handler is None:
+                handler = next(iter(svc.clients.values()), None)
+                await asyncio.sleep(0.02)
+            while svc.clients:  # the write stalls; the client counts as gone
+                await asyncio.sleep(0.05)
+            served = handler.writer.transport.get_extra_info("socket")
+            while served.fileno() != -1:  # and its socket is closed, replies unsent
+                await asyncio.sleep(0.05)
+        assert await answered(port) == "handled"  # and the service goes on
+        sock.close()
