@@ -23,13 +23,15 @@ COMMANDS = [
     "what is twenty three times forty seven", "square root of 144", "what is 15% of 80?",
     "remind me to call mom in two hours", "remind me at 7 pm to take out the trash",
     "remind me to put the cake in the oven in ten minutes",
+    "how many ounces in a pound", "what is 20 degrees celsius in fahrenheit", "what day is christmas",
+    "how many days until halloween",
 ]  # fmt: skip
 NEAR_MISSES = [
     "what time did the movie start", "set the table", "how long is the Nile",
     "what's the time complexity of quicksort", "remind me what we talked about",
     "what time is it in the movie", "what is 2 times 3 times 4", "tell me a joke about cats",
     "could you explain how a timer interrupt works on a microcontroller",
-    "what is the capital of France",
+    "what is the capital of France", "how many people live in tokyo", "when is my birthday",
 ]  # fmt: skip
 
 
