@@ -109,22 +109,50 @@ class PiperSynthesizer:
 
     async def stream(self, text: str) -> AsyncIterator[np.ndarray]:
         """Speak ``text``: one int16 mono chunk per sentence at ``sample_rate``, as each
-        is ready. Text with nothing speakable (empty, only punctuation) yields nothing."""
+        is ready. Text with nothing speakable (empty, only punctuation) yields nothing. A
+        run of more than ``MAX_PIECE_CHARS`` without a sentence end is spoken in pieces
+        (``pieces``): Piper's decoder holds the whole sentence's audio in its tensors, and
+        five 2,000-character sentences grew the process by 828 MB that it never gave back."""
         clean = speakable(text)
         if not clean:
             return
-        chunks = await asyncio.to_thread(self._start, clean)
-        while True:
-            audio = await asyncio.to_thread(self._next, chunks)
-            if audio is None:
-                return
-            if audio.size:
-                yield audio
+        for piece in pieces(clean):
+            chunks = await asyncio.to_thread(self._start, piece)
+            while True:
+                audio = await asyncio.to_thread(self._next, chunks)
+                if audio is None:
+                    break
+                if audio.size:
+                    yield audio
 
     async def warmup(self) -> None:
         """Load the voice and synthesize a word."""
         async for _ in self.stream("Ready."):
             pass
+
+
+MAX_PIECE_CHARS = 160
+"""The longest text one synthesis step is given (about 10 s of speech); English sentences
+rarely pass it, so ordinary replies are synthesized as they are."""
+
+
+def pieces(text: str, limit: int = MAX_PIECE_CHARS) -> list[str]:
+    """``text`` in runs of at most ``limit`` characters, cut at a sentence end, else a clause
+    break (``,`` ``;`` ``:``), else a space, within each run's last two thirds."""
+    out: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[: limit + 1]
+        cut = -1
+        for marks in ((". ", "! ", "? "), (", ", "; ", ": "), (" ",)):
+            cut = max(window.rfind(mark) for mark in marks)
+            if cut >= limit // 3:
+                break
+        if cut < limit // 3:
+            cut = limit - 1  # one word longer than a piece: cut inside it
+        out.append(rest[: cut + 1].strip())
+        rest = rest[cut + 1 :].strip()
+    return [*out, rest] if rest else out
 
 
 # Markdown and Piper's own [[ phoneme ]] escape must never reach the voice.

@@ -289,6 +289,27 @@ async def describe_flood(t: Target) -> str:
     return f"{answered:,} describes answered ({4} clients pipelining 5,000 at a time)"
 
 
+async def long_sentence(t: Target) -> str:
+    """One ``synthesize`` of a 2,000-character sentence with no punctuation, five times."""
+    text = " ".join(["words"] * 333)[:2000]
+    got: Counter[str] = Counter()
+    audio = 0
+    for _ in range(5):
+        reader, writer = await _connect(t.port)
+        try:
+            if t.token:
+                await _send(writer, AUTH_TYPE, {"token": t.token})
+            await _send(writer, "synthesize", {"text": text})
+            while (event := await _answer(reader, "audio-chunk", "audio-stop")) is not None:
+                if event.type == "audio-stop" or event.type == "error":
+                    got[event.type] += 1
+                    break
+                audio += len(event.payload or b"")
+        finally:
+            _close(writer)
+    return f"{_counts(got)}; {audio / 2 / 22050:.0f} s of audio"
+
+
 async def stream_cycles(t: Target) -> str:
     """Stock satellites one after another: ``run-satellite``, ``run-pipeline`` from the wake
     word, half a second of their microphone streamed (16 kHz mono chunks, no
@@ -341,6 +362,7 @@ CLASSES: dict[str, Callable[[Target], Awaitable[str]]] = {
     "10k-names": ten_k_names,
     "wrong-token-flood": wrong_token_flood,
     "describe-flood": describe_flood,
+    "long-sentence": long_sentence,
     "stream-cycles": stream_cycles,
 }
 """Every hostile class, in the order the benchmark runs them."""
