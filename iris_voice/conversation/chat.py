@@ -55,7 +55,15 @@ from iris_voice.llm.textcalls import SpeakableFilter, TextCall, extract_calls, s
 from iris_voice.tools.choice import NotAChoice
 from iris_voice.tools.intents import REFERENT
 from iris_voice.tools.paths import repair_paths
-from iris_voice.tools.registry import CALL_LEAD_IN, CANNOT, NOT_WANTED, Tool, ToolRegistry, ToolResult
+from iris_voice.tools.registry import (
+    CALL_LEAD_IN,
+    CANNOT,
+    NOT_WANTED,
+    OTHER_CHANGE,
+    Tool,
+    ToolRegistry,
+    ToolResult,
+)
 from iris_voice.tools.repair import repair_zones
 
 log = logging.getLogger(__name__)
@@ -290,7 +298,7 @@ class ChatLoop(Prompt):
             results.append(res)
             turn.trace.add_call(res)
             self._publish(ToolCalled(res.name, res.arguments, res.ok, res.result, res.duration_ms))
-            if res.refusal or NOT_WANTED in res.result:
+            if res.refusal or NOT_WANTED in res.result or OTHER_CHANGE in res.result:
                 self.policy.record(turn.trace, "grounding", "not run", f"{name}({args})", res.refusal)
             if res.refusal:
                 turn.trace.extra["refused"] = res.name

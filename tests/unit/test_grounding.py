@@ -427,3 +427,18 @@ async def test_a_cancel_the_words_ask_for_runs(request_):
     assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
     result = await registry.call("cancel_timer", {"which": "pasta"}, request=request_)
     assert result.ok and "pasta" in result.result.lower(), result.result
+
+
+async def test_a_call_of_another_action_is_sent_back_and_recorded_in_the_trace():
+    registry = builtin_registry()
+    assert (await registry.call("set_timer", {"duration": "8 minutes", "label": "pasta"})).ok
+    backend = ScriptedBackend([("cancel_timer", {"which": "pasta"})], [("pause_timer", {"which": "pasta"})])
+    trace = await ask(chat_assistant(backend, registry), "Hold the pasta timer, the phone is ringing.")
+    assert [(c["name"], c["ok"]) for c in trace.tool_calls] == [
+        ("cancel_timer", False),
+        ("pause_timer", True),
+    ]
+    assert OTHER_CHANGE in backend.requests[1]["messages"][-1]["content"]  # the model read why
+    decisions = trace.to_dict()["policy"]
+    assert {"rule": "grounding", "action": "not run", "text": "cancel_timer({'which': 'pasta'})"} in decisions
+    assert "paused" in (await registry.call("list_timers", {})).result.lower()
