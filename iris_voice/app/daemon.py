@@ -72,7 +72,7 @@ class Daemon(runner.Runs):
         eng, cfg = self.engines, self.cfg
         listener = build_listener(cfg, eng, self.bus.publish)
         self.guard = listener.guard = EchoGuard(cfg.wake.model)
-        cue = LateCue(cfg.tts.late_cue, cfg.tts.late_cue_s) if cfg.tts.late_cue_s > 0 else None
+        cue = LateCue.from_config(cfg.tts)
         self.speaker = ReplySpeaker(eng.tts, self.sink, on_sentence=self.guard.saying, cue=cue)
         # PipeWire's canceller sits between IRIS's own streams and the devices: only for
         # the real microphone and speaker (a test's fake source has no echo to cancel).

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from iris_voice.config import TtsConfig
 from iris_voice.speech.tts import Synthesizer
 from iris_voice.voice.heard import Utterance
 
@@ -41,6 +42,11 @@ class LateCue:
     """Seconds from the end of the question with no reply ready before the cue is said."""
     _clip: np.ndarray | None = field(default=None, init=False, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: TtsConfig) -> LateCue | None:
+        """The cue ``[tts]`` asks for (``late_cue``, ``late_cue_s``); None when it is off."""
+        return cls(cfg.late_cue, cfg.late_cue_s) if cfg.late_cue_s > 0 else None
 
     @property
     def ready(self) -> bool:

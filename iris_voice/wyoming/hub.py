@@ -75,7 +75,7 @@ from iris_voice.voice.latecue import LateCue
 from iris_voice.wyoming.audio import AudioFormatError, AudioIntake, audio_format
 from iris_voice.wyoming.ears import STREAM_FORMAT, ListenerPool, RemoteEars
 from iris_voice.wyoming.hub_timers import SatelliteTimers
-from iris_voice.wyoming.hub_turn import TurnResult, run_turn
+from iris_voice.wyoming.hub_turn import TurnResult, gated, run_turn
 from iris_voice.wyoming.part import Connection
 from iris_voice.wyoming.trust import RefusalLog
 from iris_voice.wyoming.wire import printable
@@ -172,9 +172,9 @@ class SatellitePart:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.refusals = RefusalLog()
         """Refused satellite streams and names: logged once per peer per minute."""
-        tts_cfg = cfg.tts
-        self.cue = LateCue(tts_cfg.late_cue, tts_cfg.late_cue_s) if tts_cfg.late_cue_s > 0 else None
-        """Said to a satellite before a late reply (``tts.late_cue_s``); None: never."""
+        self.cue = LateCue.from_config(cfg.tts)
+        """Said to a satellite before a late reply (``tts.late_cue_s``); None: never. Made
+        ready when the first satellite connects, not in the late turn that needs it."""
         self.ringer = SatelliteTimers(self)
         """Satellites' timers: shown there, rung there."""
 
@@ -337,6 +337,8 @@ class SatellitePart:
         self.connected[name] = sat
         self.conversations.hold(satellite_origin(name))
         log.info("satellite %s connected from %s", name, conn.peer)
+        if self.cue is not None and not self.cue.ready:
+            self._spawn(self._prepare_cue(self.cue), "late-cue")
         if self.timers is not None:
             self.timers.poke()  # timers it missed while away ring now
         return None
@@ -356,6 +358,12 @@ class SatellitePart:
     def responder(self, name: str) -> Assistant:
         """The conversation of satellite ``name`` for a turn starting now."""
         return self.conversations.get(satellite_origin(name))
+
+    async def _prepare_cue(self, cue: LateCue) -> None:
+        try:
+            await gated(self.speech_jobs, cue.prepare(self.tts))
+        except Exception as exc:  # a voice that is gone: the first late turn tries again
+            log.warning("late cue not synthesized: %s", exc)
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)

@@ -5,6 +5,7 @@ model request at a time, timers ringing on the satellite that set them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -244,32 +245,45 @@ async def test_a_model_that_is_gone_is_said_and_the_turn_still_ends(tmp_path: Pa
     assert types[-1] == "handled" and part.turns[-1][1].error == "llm-unreachable"
 
 
-async def test_a_late_reply_reaches_the_satellite_after_the_cue(tmp_path: Path) -> None:
-    # the model writes a word every 0.4 s: no sentence within the cue's 0.2 s
-    part, timers, _bus = make_part(tmp_path, EchoBackend(delay=4.0), tts={"late_cue_s": 0.2})
+@contextlib.asynccontextmanager
+async def asked(
+    tmp_path: Path, backend: EchoBackend, text: str, **tts
+) -> AsyncIterator[tuple[SatellitePart, str, int]]:
+    """A hub of its own (``tts``: that config section), one satellite turn asking ``text``:
+    the part, the end event's text and the audio bytes the satellite got."""
+    part, timers, _bus = make_part(tmp_path, backend, tts=tts)
     server, port = await start_hub([part])
     try:
         async with Sat(port, "kitchen") as sat:
-            transcript, said, audio, _types = await sat.ask("Tell me a joke.")
+            _transcript, said, audio, _types = await sat.ask(text)
+        yield part, said, audio
     finally:
         await part.aclose()
         await server.stop()
         timers.store.close()
-    tts = part.tts
+
+
+def chunk_bytes(tts) -> int:
+    """Bytes of one sentence of the fake voice (two chunks of int16)."""
+    return int(tts.sample_rate * tts.seconds / 2) * 2 * 2
+
+
+async def test_a_late_reply_reaches_the_satellite_after_the_cue(tmp_path: Path) -> None:
+    # the model writes a word every 0.4 s: no sentence within the cue's 0.2 s
+    async with asked(tmp_path, EchoBackend(delay=4.0), "Tell me a joke.", late_cue_s=0.2) as (
+        part,
+        said,
+        audio,
+    ):
+        tts = part.tts
     assert tts.spoken[0] == "One moment." and len(tts.spoken) >= 2, tts.spoken
     assert "One moment" not in said and said.startswith("You said: Tell me a joke."), said  # the reply alone
-    per_sentence = int(tts.sample_rate * tts.seconds / 2) * 2 * 2  # two chunks of int16
-    assert audio == per_sentence * len(tts.spoken)  # the cue's audio, then the reply's, in one stream
+    assert audio == chunk_bytes(tts) * len(tts.spoken)  # the cue's audio, then the reply's, in one stream
 
 
 async def test_a_prompt_reply_has_no_cue(tmp_path: Path) -> None:
-    part, timers, _bus = make_part(tmp_path, EchoBackend(), tts={"late_cue_s": 30})
-    server, port = await start_hub([part])
-    try:
-        async with Sat(port, "kitchen") as sat:
-            _transcript, said, _audio, _types = await sat.ask("Hello there.")
-    finally:
-        await part.aclose()
-        await server.stop()
-        timers.store.close()
-    assert said.startswith("You said: Hello there.") and "One moment." not in part.tts.spoken
+    async with asked(tmp_path, EchoBackend(), "Hello there.", late_cue_s=30) as (part, said, audio):
+        tts = part.tts
+    assert said.startswith("You said: Hello there.")
+    # the cue is made ready when the satellite connects, and not sent: the reply's audio alone
+    assert tts.spoken[0] == "One moment." and audio == chunk_bytes(tts) * (len(tts.spoken) - 1), tts.spoken

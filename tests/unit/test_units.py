@@ -85,7 +85,7 @@ def test_everyday_conversions_take_the_fast_path(matcher, text, arguments):
         "how many people live in tokyo",  # no unit at all
         "how many miles in a mile",  # nothing to convert
         "what is five kilograms in miles",  # two kinds of measure: the model may explain
-        "And in Fahrenheit?",  # a follow-up with no amount: the model has the conversation
+        "And in Kelvin?",  # a follow-up with no amount: the model has the conversation
     ],
 )
 def test_sentences_that_are_no_conversion_are_left_alone(matcher, text):

@@ -319,7 +319,8 @@ async def stream_cycles(t: Target) -> str:
     noise = (rng.standard_normal(1600) * 300).astype(np.int16).tobytes()  # 100 ms of a quiet room
     fmt = {"rate": 16000, "width": 2, "channels": 1}
     end = time.monotonic() + t.seconds
-    pid = int(request("status", timeout=30, path=t.control)["pid"])
+    status = await asyncio.to_thread(request, "status", timeout=30, path=t.control)
+    pid = int(status["pid"])
     marks: dict[int, tuple[float, int]] = {}
     for i in range(STREAM_CYCLES):
         if time.monotonic() > end:

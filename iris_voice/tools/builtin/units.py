@@ -60,6 +60,11 @@ _UNITS: dict[str, tuple[str, float, str, str]] = {
     "k": ("temperature", 0.0, "kelvin", "kelvins"),
 }
 _ALIASES = {
+    "mm": "millimetre millimetres",
+    "cm": "centimetre centimetres",
+    "m": "metre metres",
+    "km": "kilometre kilometres",
+    "g": "gramme grammes",
     "c": "celsius centigrade °c",
     "f": "fahrenheit °f",
     "k": "kelvin kelvins",
@@ -96,13 +101,6 @@ def _names() -> dict[str, str]:
     out = {key: key for key in _UNITS}
     for key, (_kind, _size, one, many) in _UNITS.items():
         out[one.lower()] = out[many.lower()] = key
-        for prefix, metric in (("milli", "mm"), ("centi", "cm"), ("kilo", "km")):
-            if key == metric:
-                out[f"{prefix}metre"] = out[f"{prefix}metres"] = key
-        if key == "m":
-            out["metre"] = out["metres"] = key
-        if key == "g":
-            out["gramme"] = out["grammes"] = key
     for key, said in _ALIASES.items():
         for name in said.split("|") if "|" in said else said.split():
             out[name.lower()] = key
